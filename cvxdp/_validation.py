@@ -1,0 +1,89 @@
+"""Input checks shared by every public entry point.
+
+All checks run before any solve or any noise draw, and raise cvxdp exceptions
+whose message names the offending argument and the fix.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from cvxdp.error import DataError, ParameterError
+
+
+def positive_finite(name: str, value: object, *, allow_inf: bool = False) -> float:
+    """Return ``value`` as a float after checking it is a real number > 0 (NaN rejected)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real | np.floating | np.integer):
+        raise ParameterError(
+            f"{name} must be a real number > 0, got {value!r} of type {type(value).__name__}."
+        )
+    v = float(value)
+    if math.isnan(v):
+        raise ParameterError(f"{name} is NaN; pass a finite number > 0.")
+    if math.isinf(v) and not (allow_inf and v > 0):
+        raise ParameterError(f"{name} must be finite, got {v}; pass a finite number > 0.")
+    if v <= 0:
+        raise ParameterError(f"{name} must be > 0, got {v}.")
+    return v
+
+
+def at_least(name: str, value: object, lower: float) -> float:
+    """Return ``value`` as a finite float after checking ``value >= lower``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real | np.floating | np.integer):
+        raise ParameterError(f"{name} must be a real number >= {lower}, got {value!r}.")
+    v = float(value)
+    if not math.isfinite(v):
+        raise ParameterError(f"{name} must be finite, got {v}.")
+    if v < lower:
+        raise ParameterError(f"{name} must be >= {lower}, got {v}.")
+    return v
+
+
+def probability(name: str, value: object) -> float:
+    """Return ``value`` as a float in the open interval (0, 1)."""
+    v = positive_finite(name, value)
+    if v >= 1:
+        raise ParameterError(f"{name} must lie strictly between 0 and 1, got {v}.")
+    return v
+
+
+def positive_int(name: str, value: object) -> int:
+    """Return ``value`` as an int >= 1."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ParameterError(f"{name} must be a positive integer, got {value!r}.")
+    if int(value) < 1:
+        raise ParameterError(f"{name} must be >= 1, got {value}.")
+    return int(value)
+
+
+def finite_array(name: str, value: object, *, ndim: int | None = None,
+                 shape: tuple[int | None, ...] | None = None) -> np.ndarray:
+    """Return ``value`` as a float64 array after checking dtype, shape and finiteness."""
+    try:
+        arr = np.asarray(value)
+    except Exception as exc:  # pragma: no cover - numpy raises many types here
+        raise DataError(f"{name} could not be converted to an array: {exc}") from exc
+    if arr.dtype == object or not (
+        np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)
+    ):
+        raise DataError(f"{name} must be numeric, got dtype {arr.dtype}.")
+    if np.issubdtype(arr.dtype, np.complexfloating):
+        raise DataError(f"{name} must be real, got complex dtype {arr.dtype}.")
+    arr = arr.astype(np.float64, copy=False)
+    if ndim is not None and arr.ndim != ndim:
+        raise DataError(f"{name} must have {ndim} dimension(s), got shape {arr.shape}.")
+    if shape is not None:
+        if arr.ndim != len(shape) or any(
+            s is not None and s != a for s, a in zip(shape, arr.shape, strict=True)
+        ):
+            want = "(" + ", ".join("m" if s is None else str(s) for s in shape) + ")"
+            raise DataError(f"{name} must have shape {want}, got {arr.shape}.")
+    if arr.size and not np.all(np.isfinite(arr)):
+        bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
+        raise DataError(
+            f"{name} contains {bad} NaN or infinite value(s); remove or impute them before fitting."
+        )
+    return arr

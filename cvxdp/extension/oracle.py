@@ -1,0 +1,274 @@
+"""The certified Lipschitz-extension oracle (DESIGN §2–3, the paper's Appendix E.3 and Lemma 2.7).
+
+    f_{C,U}(w, z) = min_{y ∈ U} f(y, z) + C ||w − y||,        U = W ∩ B(c, r)
+
+:class:`LipschitzExtension` evaluates this for many examples and query points
+and returns, per example, a *certified* bracket ``lower ≤ f_{C,U}(w, z) ≤ upper``
+and a global affine minorant ``u ↦ <g, u> + β`` (``||g|| ≤ C``) that touches
+the bracket at ``w`` — so ``g`` is a ``(upper − lower)``-approximate subgradient.
+
+Three evaluation paths, chosen per call:
+
+``closed-form``
+    Generalized-linear losses (hinge, absolute, pinball, affine, Huber,
+    square, logistic) on a ball or lens ``U``: exact reduction to a 1-D
+    problem, vectorized over examples (:mod:`cvxdp.extension.reduced`).
+``conic``
+    Piecewise-linear and smooth-GLM losses on any ``U``: conic programs solved
+    by Clarabel/ECOS, certified by the explicit E.3 dual.
+``conic-dual``
+    Generic DPP losses: CVXPY-compiled once, certified from the repaired
+    conic dual.
+
+Losses that are neither structured nor DPP are refused with
+:class:`~cvxdp.error.UncertifiableLossError` — the oracle never reports a
+bracket it did not certify.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from cvxdp._validation import finite_array, positive_finite
+from cvxdp.conic.program import ConicSettings
+from cvxdp.error import CertificationError, DataError, UncertifiableLossError
+from cvxdp.extension.blocks import structured_block
+from cvxdp.extension.conic_path import generic_bracket, solve_extension_programs, structured_bracket
+from cvxdp.extension.reduced import BracketResult, evaluate_on_balls
+from cvxdp.geometry import Ball, Domain, Lens, localize
+from cvxdp.loss import Examples
+from cvxdp.model import Model
+from cvxdp.structure import GenericStructure
+
+logger = logging.getLogger(__name__)
+
+METHODS = ("closed-form", "conic", "conic-dual")
+
+
+@dataclass(frozen=True)
+class ExtensionSettings:
+    """Accuracy and solver settings of the extension oracle.
+
+    Attributes
+    ----------
+    tolerance:
+        Default requested bracket width ``B`` per example (absolute).
+    conic:
+        Settings of the conic solver used by the ``conic`` paths.
+    closed_form:
+        Use the vectorized closed-form path where it applies.
+    iterations:
+        Golden-section iterations of the closed-form path.
+    chunk:
+        Examples per block-diagonal conic program.
+    """
+
+    tolerance: float = 1e-9
+    conic: ConicSettings = field(default_factory=ConicSettings)
+    closed_form: bool = True
+    iterations: int = 80
+    chunk: int = 1000
+
+
+@dataclass
+class ExtensionEvaluation:
+    """Certified evaluation of ``f_{C,U}(w_i, z_i)`` for ``m`` examples.
+
+    Attributes
+    ----------
+    upper, lower:
+        ``(m,)`` certified bracket of the extension's value.
+    subgradient:
+        ``(m, d)`` slopes ``g_i`` with ``||g_i|| ≤ C``.
+    intercept:
+        ``(m,)`` intercepts ``β_i``: ``f_{C,U}(u, z_i) ≥ <g_i, u> + β_i`` for all
+        ``u ∈ R^d`` (and ``<g_i, w_i> + β_i = lower_i``).
+    inner_point:
+        ``(m, d)`` points ``y_i ∈ U`` with ``f(y_i) + C||w_i − y_i|| = upper_i``
+        (up to the rounding margin).
+    method:
+        ``(m,)`` path that certified each example (see :data:`METHODS`).
+    certified:
+        ``(m,)`` whether ``upper − lower ≤ tolerance``.
+    """
+
+    upper: np.ndarray
+    lower: np.ndarray
+    subgradient: np.ndarray
+    intercept: np.ndarray
+    inner_point: np.ndarray
+    method: np.ndarray
+    certified: np.ndarray
+    tolerance: float
+
+    @property
+    def gap(self) -> np.ndarray:
+        """``upper − lower``: the certified accuracy of each example."""
+        return self.upper - self.lower
+
+    @property
+    def value(self) -> np.ndarray:
+        """Midpoint of the bracket (within ``gap/2`` of the true value)."""
+        return 0.5 * (self.upper + self.lower)
+
+    def minorant(self, u: np.ndarray) -> np.ndarray:
+        """``<g_i, u_i> + β_i``: the certified lower bound at other points ``u`` (``(d,)`` or ``(m, d)``)."""
+        u = np.asarray(u, float)
+        return np.einsum("md,md->m", self.subgradient, np.broadcast_to(u, self.subgradient.shape)) \
+            + self.intercept
+
+
+class LipschitzExtension:
+    """The localized Lipschitz extension ``f_{C,U}`` of a model's loss.
+
+    Parameters
+    ----------
+    model:
+        The :class:`~cvxdp.model.Model` (loss and domain ``W``).
+    C:
+        Lipschitz constant of the extension (finite, > 0).
+    region:
+        ``U``; default ``W`` (the un-localized ``f_C``).  Use
+        :meth:`localized` for ``U = W ∩ B(c, r)``.
+    settings:
+        :class:`ExtensionSettings`.
+
+    Raises
+    ------
+    UncertifiableLossError
+        The loss has no recognized structure and is not DPP.
+    ParameterError
+        ``C`` is not a finite positive number.
+    """
+
+    def __init__(self, model: Model, C: float, region: Domain | None = None,
+                 settings: ExtensionSettings | None = None) -> None:
+        self.model = model
+        self.C = positive_finite("C", C)
+        self.region = model.domain if region is None else region
+        if self.region.dim != model.dim:
+            raise DataError(f"region has dimension {self.region.dim}, model {model.dim}.")
+        self.settings = settings or ExtensionSettings()
+        self._template = None
+        if isinstance(model.loss.structure, GenericStructure):
+            from cvxdp.extension.template import ConicTemplate
+
+            self._template = ConicTemplate(model.loss)  # raises UncertifiableLossError
+
+    @classmethod
+    def localized(cls, model: Model, C: float, center: np.ndarray, radius: float,
+                  settings: ExtensionSettings | None = None) -> LipschitzExtension:
+        """``f_{C,U}`` with ``U = W ∩ B(center, radius)`` (``center`` must lie in ``W``)."""
+        return cls(model, C, localize(model.domain, center, radius), settings)
+
+    @property
+    def certification(self) -> str:
+        """How this loss is certified: ``"E.3 dual"`` (structured) or ``"conic dual"`` (generic)."""
+        return "conic dual" if self._template is not None else "E.3 dual"
+
+    # ------------------------------------------------------------------
+    def evaluate(self, w: np.ndarray, examples: Examples, tolerance: float | None = None,
+                 require: bool = False) -> ExtensionEvaluation:
+        """Certified brackets, minorants and inner points at ``w`` for every example.
+
+        Parameters
+        ----------
+        w:
+            Query point ``(d,)`` shared by all examples, or ``(m, d)`` one per example.
+        examples:
+            Data bound to the model's loss (:meth:`Model.bind`).
+        tolerance:
+            Requested bracket width ``B`` (default: the settings' tolerance).
+        require:
+            Raise :class:`CertificationError` if any example misses ``B``.
+        """
+        if examples.loss is not self.model.loss:
+            raise DataError("examples were bound to a different loss; use model.bind(data).")
+        m, d = examples.m, self.model.dim
+        W = finite_array("query point w", w)
+        if W.shape == (d,):
+            W = np.broadcast_to(W, (m, d))
+        elif W.shape != (m, d):
+            raise DataError(f"query point w must have shape ({d},) or ({m}, {d}), got {W.shape}.")
+        W = np.ascontiguousarray(W)
+        tol = self.settings.tolerance if tolerance is None else positive_finite("tolerance",
+                                                                                 tolerance)
+        C = self.C
+        method = np.full(m, "", dtype=object)
+        res = BracketResult(upper=np.full(m, np.inf), lower=np.full(m, -np.inf),
+                            g=np.zeros((m, d)), beta=np.full(m, -np.inf), y=np.zeros((m, d)),
+                            pi=np.zeros(m))
+        todo = np.arange(m)
+        glm = None if self._template is not None else examples.glm()
+        if (self.settings.closed_form and glm is not None
+                and isinstance(self.region, Ball | Lens)):
+            a, b, link = glm
+            r = evaluate_on_balls(W, a, b, link, C, self.region, self.settings.iterations)
+            _store(res, r, todo)
+            method[todo] = "closed-form"
+            todo = todo[~(res.upper[todo] - res.lower[todo] <= tol)]
+        if todo.size:
+            self._conic(W, examples, todo, res, method, glm, tol)
+        certified = (res.upper - res.lower) <= tol
+        if require and not np.all(certified):
+            worst = float(np.max(res.upper - res.lower))
+            raise CertificationError(
+                f"{int(np.sum(~certified))} of {m} examples could not be certified to "
+                f"B = {tol:.3g} (worst bracket {worst:.3g}); nothing was released."
+            )
+        return ExtensionEvaluation(upper=res.upper, lower=res.lower, subgradient=res.g,
+                                   intercept=res.beta, inner_point=res.y,
+                                   method=method.astype(str), certified=certified, tolerance=tol)
+
+    def _conic(self, W: np.ndarray, examples: Examples, todo: np.ndarray, res: BracketResult,
+               method: np.ndarray, glm: tuple | None, tol: float) -> None:
+        settings = self.settings.conic
+        for attempt in range(3):
+            sub = examples.subset(todo)
+            Wt = W[todo]
+            if self._template is not None:
+                block = self._template.block(sub)
+                batch = solve_extension_programs(block, self.region, Wt, self.C, settings,
+                                                 self.settings.chunk)
+                r, _ = generic_bracket(sub, block, self.region, Wt, self.C, batch)
+                label = "conic-dual"
+            else:
+                block = structured_block(sub)
+                batch = solve_extension_programs(block, self.region, Wt, self.C, settings,
+                                                 self.settings.chunk)
+                sub_glm = sub.glm() if block.pi_rows is None else None
+                r = structured_bracket(sub, block, self.region, Wt, self.C, batch, sub_glm,
+                                       self.settings.iterations)
+                label = "conic"
+            better = ((r.upper - r.lower) < (res.upper[todo] - res.lower[todo])) | (
+                method[todo] == "")
+            _store(res, r, todo, better)
+            method[todo[better]] = label
+            todo = todo[~(res.upper[todo] - res.lower[todo] <= tol)]
+            if not todo.size:
+                return
+            logger.debug("extension: %d examples above tolerance after attempt %d", todo.size,
+                         attempt)
+            settings = settings.tightened(100.0) if attempt == 0 else ConicSettings(
+                solver="ecos" if settings.solver == "clarabel" else "clarabel",
+                tol=settings.tol, max_iter=settings.max_iter)
+
+
+def _store(res: BracketResult, r: BracketResult, idx: np.ndarray,
+           mask: np.ndarray | None = None) -> None:
+    if mask is None:
+        mask = np.ones(idx.size, dtype=bool)
+    sel = idx[mask]
+    res.upper[sel] = r.upper[mask]
+    res.lower[sel] = r.lower[mask]
+    res.g[sel] = r.g[mask]
+    res.beta[sel] = r.beta[mask]
+    res.y[sel] = r.y[mask]
+    res.pi[sel] = r.pi[mask]
+
+
+__all__ = ["METHODS", "ExtensionEvaluation", "ExtensionSettings", "LipschitzExtension",
+           "UncertifiableLossError"]

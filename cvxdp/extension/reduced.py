@@ -1,0 +1,332 @@
+"""Closed-form extension oracle for generalized-linear losses on balls and lenses.
+
+For ``f(y, z) = φ(<a, y> + b)`` and ``U`` a ball ``B(c₁, r₁)`` or a lens
+``B(c₁, r₁) ∩ B(c₂, r₂)``, the inner problem
+
+    f_{C,U}(w) = min_{y ∈ U} φ(<a, y> + b) + C ||w − y||
+
+is invariant under rotations fixing ``a``, ``c₂ − c₁`` and ``w − c₁``, so its
+solution lies in ``c₁ + span{a, c₂ − c₁, w − c₁}`` — at most three dimensions
+whatever ``d`` is.  In an orthonormal basis ``(q₁ = a/||a||, q₂, q₃)`` of that
+span, write ``y = c₁ + t q₁ + p₂ q₂ + p₃ q₃``.  For fixed ``t`` (that is,
+fixed ``u = ||a|| t + <a, c₁> + b``) the best ``(p₂, p₃)`` is the projection of
+``w``'s in-plane coordinates onto the slice of ``U`` — the intersection of two
+disks — which has a closed form.  That leaves a convex function of one
+variable,
+
+    J(t) = φ(||a|| t + b̃) + C sqrt((w₁ − t)² + dist_in(t)²),
+
+minimized by golden-section search (vectorized over all examples, ~100 steps)
+plus exact evaluation at ``φ``'s kinks and the interval ends.  The dual point
+is ``g = C (w − y*)/||w − y*||`` and the best ``π`` for it, found by a second
+1-D search on the concave function ``π ↦ π b − φ*(π) − σ_U(g − π a)``.
+
+The bounds themselves are then evaluated in the full space, in float64, from
+the lifted points: the upper bound at a point ``y`` checked to lie in ``U``,
+the lower bound from the minorant formula of
+:mod:`cvxdp.extension.certificates`.  Nothing here trusts a solver; examples
+whose bracket is not tight enough are handed to the conic path by the caller.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cvxdp.extension.certificates import clip_to_ball, rounding_margin
+from cvxdp.geometry import Ball, Lens
+from cvxdp.links import Link
+
+_GOLDEN = (np.sqrt(5.0) - 1.0) / 2.0
+EPS = float(np.finfo(float).eps)
+
+
+@dataclass
+class BracketResult:
+    """Per-example certified bracket and dual data (arrays over examples)."""
+
+    upper: np.ndarray
+    lower: np.ndarray
+    g: np.ndarray
+    beta: np.ndarray
+    y: np.ndarray
+    pi: np.ndarray
+
+
+def _unit(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    n = np.linalg.norm(v, axis=-1)
+    return v / np.where(n > 0, n, 1.0)[:, None], n
+
+
+def _orthonormal_basis(first: np.ndarray, others: list[np.ndarray], k: int) -> np.ndarray:
+    """Rows ``(m, k, d)``: Gram–Schmidt of ``first`` then ``others``, completed where degenerate."""
+    m, d = first.shape
+    Q = np.zeros((m, k, d))
+    Q[:, 0], _ = _unit(first)
+    for j in range(1, k):
+        cand = others[j - 1] if j - 1 < len(others) else np.zeros((m, d))
+        v = cand - np.einsum("mkd,mk->md", Q[:, :j], np.einsum("mkd,md->mk", Q[:, :j], cand))
+        v, n = _unit(v)
+        scale = np.linalg.norm(cand, axis=-1)
+        bad = n <= 1e-10 * np.maximum(scale, 1e-300)
+        if np.any(bad):
+            # complete with the standard basis vector least aligned with the basis so far
+            idx = np.nonzero(bad)[0]
+            for _ in range(2):
+                weights = np.sum(Q[idx, :j] ** 2, axis=1)
+                pick = np.argmin(weights, axis=1)
+                e = np.zeros((idx.size, d))
+                e[np.arange(idx.size), pick] = 1.0
+                ee = e - np.einsum("nkd,nk->nd", Q[idx, :j], np.einsum("nkd,nd->nk", Q[idx, :j], e))
+                ee, _ = _unit(ee)
+                v[idx] = ee
+        # re-orthogonalize once for numerical safety
+        v = v - np.einsum("mkd,mk->md", Q[:, :j], np.einsum("mkd,md->mk", Q[:, :j], v))
+        v, _ = _unit(v)
+        Q[:, j] = v
+    return Q
+
+
+def _project_two_disks(x: np.ndarray, z: np.ndarray, rho1: np.ndarray, delta: np.ndarray,
+                       rho2: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Project ``(x, z)`` onto disk(0, ρ₁) ∩ disk((δ, 0), ρ₂) (or disk(0, ρ₁) alone)."""
+    n1 = np.hypot(x, z)
+    s1 = np.where(n1 > rho1, rho1 / np.maximum(n1, 1e-300), 1.0)
+    p1x, p1z = x * s1, z * s1
+    if rho2 is None:
+        return p1x, p1z
+    tol1 = 4 * EPS * (1.0 + rho1)
+    tol2 = 4 * EPS * (1.0 + rho2)
+    in2 = np.hypot(p1x - delta, p1z) <= rho2 + tol2
+    n2 = np.hypot(x - delta, z)
+    s2 = np.where(n2 > rho2, rho2 / np.maximum(n2, 1e-300), 1.0)
+    p2x, p2z = delta + (x - delta) * s2, z * s2
+    in1 = np.hypot(p2x, p2z) <= rho1 + tol1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        xh = np.where(delta != 0, (rho1 * rho1 - rho2 * rho2 + delta * delta) / (2 * delta), 0.0)
+    yh = np.sqrt(np.maximum(rho1 * rho1 - xh * xh, 0.0))
+    hz = np.where(z >= 0, yh, -yh)
+    px = np.where(in2, p1x, np.where(in1, p2x, xh))
+    pz = np.where(in2, p1z, np.where(in1, p2z, hz))
+    return px, pz
+
+
+def _norm3(v: np.ndarray) -> np.ndarray:
+    return np.sqrt(v[:, 0] * v[:, 0] + v[:, 1] * v[:, 1] + v[:, 2] * v[:, 2])
+
+
+def _support_two_balls(v: np.ndarray, r1: float, c2: np.ndarray | None,
+                       r2: float | None) -> np.ndarray:
+    """``σ`` of B(0, r₁) ∩ B(c₂, r₂) (per-row ``c₂``) at rows of ``v`` (three columns).
+
+    The ball alone when ``c₂`` is None.  Case split as in
+    :class:`~cvxdp.geometry.lens.Lens`: a single ball's maximizer if it lies in
+    the other ball, else the maximum over the intersection circle.
+    """
+    nv = _norm3(v)
+    s1 = r1 * nv
+    if c2 is None:
+        return s1
+    inv = 1.0 / np.where(nv > 0, nv, 1.0)
+    vc = v[:, 0] * c2[:, 0] + v[:, 1] * c2[:, 1] + v[:, 2] * c2[:, 2]
+    s2 = vc + r2 * nv
+    cc = c2[:, 0] * c2[:, 0] + c2[:, 1] * c2[:, 1] + c2[:, 2] * c2[:, 2]
+    # ||r1 v̂ − c2||² ≤ r2²  and  ||c2 + r2 v̂||² ≤ r1²
+    ok1 = r1 * r1 - 2.0 * r1 * vc * inv + cc <= r2 * r2
+    ok2 = cc + 2.0 * r2 * vc * inv + r2 * r2 <= r1 * r1
+    delta = np.sqrt(cc)
+    dsafe = np.where(delta > 0, delta, 1.0)
+    t = np.where(delta > 0, (r1 * r1 - r2 * r2 + cc) / (2.0 * dsafe), 0.0)
+    rho = np.sqrt(np.maximum(r1 * r1 - t * t, 0.0))
+    ve = vc / dsafe
+    vperp = np.sqrt(np.maximum(nv * nv - ve * ve, 0.0))
+    s_sph = ve * t + rho * vperp
+    val = np.where(ok1, s1, np.where(ok2, s2, s_sph))
+    return np.minimum(val, np.minimum(s1, s2))
+
+
+class _Slices:
+    """Reduced-coordinate description of one batch: examples × (ball or lens)."""
+
+    def __init__(self, w: np.ndarray, a: np.ndarray, b: np.ndarray, region: Ball | Lens) -> None:
+        m, d = a.shape
+        if isinstance(region, Lens):
+            c1, r1 = region.first.center, region.first.radius
+            c2, r2 = region.second.center, region.second.radius
+            k = min(d, 3)
+            others = [np.broadcast_to(c2 - c1, (m, d)), w - c1]
+        else:
+            c1, r1, c2, r2 = region.center, region.radius, None, None
+            k = min(d, 2)
+            others = [w - c1]
+        self.Q = _orthonormal_basis(a, others, k)
+        self.k = k
+        self.c1, self.r1, self.r2 = c1, r1, r2
+        self.alpha = np.linalg.norm(a, axis=1)
+        self.btil = b + a @ c1
+        red = lambda v: np.einsum("mkd,md->mk", self.Q, v)  # noqa: E731
+        self.w_red = red(w - c1)
+        self.c2_red = None if c2 is None else red(np.broadcast_to(c2 - c1, (m, d)))
+        # pad reduced coordinates to 3 so the in-plane formulas always see (x, z)
+        pad = 3 - k
+        if pad:
+            self.w_red = np.pad(self.w_red, ((0, 0), (0, pad)))
+            if self.c2_red is not None:
+                self.c2_red = np.pad(self.c2_red, ((0, 0), (0, pad)))
+        # extent of U along q1
+        e1 = np.zeros((m, 3))
+        e1[:, 0] = 1.0
+        self.t_hi = _support_two_balls(e1, r1, self.c2_red, r2)
+        self.t_lo = -_support_two_balls(-e1, r1, self.c2_red, r2)
+
+    def inplane(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        rho1 = np.sqrt(np.maximum(self.r1 * self.r1 - t * t, 0.0))
+        if self.c2_red is None:
+            return _project_two_disks(self.w_red[:, 1], self.w_red[:, 2], rho1, None, None)
+        d1, d2 = self.c2_red[:, 0], self.c2_red[:, 1]
+        rho2 = np.sqrt(np.maximum(self.r2 * self.r2 - (t - d1) ** 2, 0.0))
+        return _project_two_disks(self.w_red[:, 1], self.w_red[:, 2], rho1, d2, rho2)
+
+    def objective(self, t: np.ndarray, link: Link, C: float) -> np.ndarray:
+        px, pz = self.inplane(t)
+        dist = np.sqrt((self.w_red[:, 0] - t) ** 2 + (self.w_red[:, 1] - px) ** 2
+                       + (self.w_red[:, 2] - pz) ** 2)
+        return link.value(self.alpha * t + self.btil) + C * dist
+
+    def lift(self, t: np.ndarray) -> np.ndarray:
+        px, pz = self.inplane(t)
+        coords = np.stack([t, px, pz], axis=1)[:, : self.k]
+        return self.c1 + np.einsum("mk,mkd->md", coords, self.Q)
+
+    def support(self, v_red: np.ndarray) -> np.ndarray:
+        return _support_two_balls(v_red, self.r1, self.c2_red, self.r2)
+
+    def to_reduced(self, v: np.ndarray) -> np.ndarray:
+        out = np.einsum("mkd,md->mk", self.Q, v)
+        return np.pad(out, ((0, 0), (0, 3 - self.k))) if self.k < 3 else out
+
+
+def _golden_min(fun, lo: np.ndarray, hi: np.ndarray, iters: int) -> np.ndarray:
+    a, b = lo.copy(), hi.copy()
+    x1 = b - _GOLDEN * (b - a)
+    x2 = a + _GOLDEN * (b - a)
+    f1, f2 = fun(x1), fun(x2)
+    for _ in range(iters):
+        left = f1 <= f2
+        b = np.where(left, x2, b)
+        a = np.where(left, a, x1)
+        nx1 = np.where(left, b - _GOLDEN * (b - a), x2)
+        nx2 = np.where(left, x1, a + _GOLDEN * (b - a))
+        nf = fun(np.where(left, nx1, nx2))
+        f1, f2 = np.where(left, nf, f2), np.where(left, f1, nf)
+        x1, x2 = nx1, nx2
+    return np.where(f1 <= f2, x1, x2)
+
+
+def _golden_max(fun, lo: np.ndarray, hi: np.ndarray, iters: int) -> np.ndarray:
+    return _golden_min(lambda x: -fun(x), lo, hi, iters)
+
+
+def evaluate_on_balls(w: np.ndarray, a: np.ndarray, b: np.ndarray, link: Link, C: float,
+                      region: Ball | Lens, iters: int = 80) -> BracketResult:
+    """Certified ``[lower, upper]`` for ``f_{C,U}(w_i, z_i)`` with ``f = φ_i(<a_i, y> + b_i)``.
+
+    ``w`` is ``(m, d)``.  Returns the bracket, the minorant slopes ``g`` and
+    intercepts ``β`` (valid on all of ``R^d``), the feasible inner points ``y``
+    and the conjugate weights ``π``.
+    """
+    m, d = a.shape
+    alpha = np.linalg.norm(a, axis=1)
+    flat = alpha == 0
+    y = np.empty((m, d))
+    pi = np.zeros(m)
+    g = np.zeros((m, d))
+    live = ~flat
+    if np.any(flat):
+        # constant loss: f_{C,U}(w) = φ(b) + C dist(w, U), y = Π_U(w)
+        yf = region.project(w[flat])
+        y[flat] = yf
+        diff = w[flat] - yf
+        nd = np.linalg.norm(diff, axis=1)
+        g[flat] = np.where(nd[:, None] > 0, C * diff / np.where(nd > 0, nd, 1.0)[:, None], 0.0)
+        lf = link.subset(np.nonzero(flat)[0])
+        lo_d, hi_d = lf.derivative_bounds(b[flat])
+        pi[flat] = np.clip(0.0, lo_d, hi_d)
+    if np.any(live):
+        idx = np.nonzero(live)[0]
+        lk = link.subset(idx)
+        S = _Slices(w[idx], a[idx], b[idx], region)
+        t_lo, t_hi = S.t_lo, S.t_hi
+        t_best = _golden_min(lambda t: S.objective(t, lk, C), t_lo, t_hi, iters)
+        cands = [t_best, t_lo, t_hi]
+        kinks = lk.kinks()
+        if kinks.size:
+            tk = (np.broadcast_to(kinks, (idx.size, kinks.shape[-1])) - S.btil[:, None]) \
+                / S.alpha[:, None]
+            for j in range(tk.shape[1]):
+                col = tk[:, j]
+                ok = np.isfinite(col) & (col >= t_lo) & (col <= t_hi)
+                cands.append(np.where(ok, col, t_best))
+        # the point whose normal coordinate matches w (zero normal distance)
+        cands.append(np.clip(S.w_red[:, 0], t_lo, t_hi))
+        vals = np.stack([S.objective(c, lk, C) for c in cands])
+        choice = np.argmin(vals, axis=0)
+        t_star = np.stack(cands)[choice, np.arange(idx.size)]
+        y_live = S.lift(t_star)
+        y[idx] = y_live
+        diff = w[idx] - y_live
+        nd = np.linalg.norm(diff, axis=1)
+        scale_w = 1.0 + np.linalg.norm(w[idx], axis=1)
+        degenerate = nd <= 1e-10 * scale_w
+        g_live = C * diff / np.where(nd > 0, nd, 1.0)[:, None]
+        # degenerate: y* = w, extension equals f at w; take π ∈ ∂φ(u_w) of least modulus
+        u_w = np.einsum("md,md->m", a[idx], w[idx]) + b[idx]
+        dl, dr = lk.derivative_bounds(u_w)
+        pi_deg = np.clip(0.0, dl, dr)
+        g_deg = clip_to_ball(pi_deg[:, None] * a[idx], C)
+        g_live = np.where(degenerate[:, None], g_deg, g_live)
+        g[idx] = g_live
+        # best π for the chosen g: maximize π b̃ − φ*(π) − σ_red(g − π α e1)
+        g_red = S.to_reduced(g_live)
+        e1 = np.zeros((idx.size, 3))
+        e1[:, 0] = 1.0
+
+        def dual_obj(p: np.ndarray) -> np.ndarray:
+            with np.errstate(invalid="ignore"):
+                val = p * S.btil - lk.conjugate(p) - S.support(g_red - (p * S.alpha)[:, None] * e1)
+            return np.where(np.isfinite(val), val, -np.inf)
+
+        p_lo, p_hi = lk.dual_domain()
+        p_lo = np.broadcast_to(p_lo, (idx.size,)).astype(float)
+        p_hi = np.broadcast_to(p_hi, (idx.size,)).astype(float)
+        u_star = S.alpha * t_star + S.btil
+        sl, sr = lk.derivative_bounds(u_star)
+        p0 = np.clip(0.5 * (sl + sr), p_lo, p_hi)
+        span = np.maximum(np.abs(sr - sl), 1e-6 * (1.0 + np.abs(p0)))
+        lo_b = np.where(np.isfinite(p_lo), p_lo, p0 - 4 * span - 1.0)
+        hi_b = np.where(np.isfinite(p_hi), p_hi, p0 + 4 * span + 1.0)
+        p_gold = _golden_max(dual_obj, lo_b, hi_b, iters)
+        pcands = [p_gold, p0, pi_deg, np.clip(sl, p_lo, p_hi), np.clip(sr, p_lo, p_hi)]
+        pvals = np.stack([dual_obj(p) for p in pcands])
+        pick = np.argmax(pvals, axis=0)
+        pi[idx] = np.stack(pcands)[pick, np.arange(idx.size)]
+    # -- certified evaluation in the full space ------------------------------
+    y = region.make_feasible(y)
+    u = np.einsum("md,md->m", a, y) + b
+    fval = link.value(u)
+    dist = np.linalg.norm(w - y, axis=1)
+    upper = fval + C * dist
+    upper = upper + rounding_margin(fval, C * dist)
+    g = clip_to_ball(g, C)
+    phistar = link.conjugate(pi)
+    v = g - pi[:, None] * a
+    sig = region.support(v)
+    beta = pi * b - phistar - sig
+    gw = np.einsum("md,md->m", g, w)
+    margin = rounding_margin(pi * b, phistar, sig, gw) + 64 * EPS * (
+        np.abs(pi) * np.linalg.norm(a, axis=1) * np.linalg.norm(y, axis=1))
+    beta = beta - margin
+    lower = gw + beta
+    lower = np.where(np.isfinite(lower), lower, -np.inf)
+    return BracketResult(upper=upper, lower=lower, g=g, beta=beta, y=y, pi=pi)

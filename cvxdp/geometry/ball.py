@@ -1,0 +1,75 @@
+"""The Euclidean ball ``B(c, r) = {y : ||y − c|| ≤ r}``."""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+
+from cvxdp._validation import finite_array, positive_finite
+from cvxdp.conic.cones import Cone, ConeRows
+from cvxdp.geometry.domain import EPS, Domain, as_points
+
+
+class Ball(Domain):
+    """``{y : ||y − center|| ≤ radius}`` with closed-form projection and support function.
+
+    ``σ(v) = <c, v> + r ||v||``; ``Π(y) = c + (y − c) min(1, r / ||y − c||)``;
+    diameter ``2r``.
+    """
+
+    def __init__(self, center: np.ndarray, radius: float) -> None:
+        c = finite_array("ball center", center, ndim=1)
+        super().__init__(c.shape[0])
+        self.center = c
+        self.radius = positive_finite("ball radius", radius)
+
+    def contains(self, points: np.ndarray, tol: float = 0.0) -> np.ndarray:
+        p = as_points(points, self.dim)
+        return np.linalg.norm(p - self.center, axis=-1) <= self.radius + tol
+
+    def project(self, points: np.ndarray) -> np.ndarray:
+        p = as_points(points, self.dim)
+        diff = p - self.center
+        nrm = np.linalg.norm(diff, axis=-1, keepdims=True)
+        scale = np.where(nrm > self.radius, self.radius / np.maximum(nrm, 1e-300), 1.0)
+        return self.center + diff * scale
+
+    def make_feasible(self, points: np.ndarray) -> np.ndarray:
+        p = self.project(points)
+        diff = p - self.center
+        nrm = np.linalg.norm(diff, axis=-1, keepdims=True)
+        # shrink by a few ulps where rounding left the point a hair outside
+        scale = np.where(nrm > self.radius, (self.radius / np.maximum(nrm, 1e-300)) * (1 - 8 * EPS),
+                         1.0)
+        out = self.center + diff * scale
+        bad = ~self.contains(out)
+        if np.any(bad):
+            out[bad] = self.center + diff[bad] * (1 - 1e-12) * self.radius / np.maximum(
+                nrm[bad], 1e-300)
+        return out
+
+    def support(self, directions: np.ndarray) -> np.ndarray:
+        v = as_points(directions, self.dim)
+        return v @ self.center + self.radius * np.linalg.norm(v, axis=-1)
+
+    @property
+    def diameter(self) -> float:
+        return 2.0 * self.radius
+
+    def bounding_ball(self) -> tuple[np.ndarray, float]:
+        return self.center.copy(), self.radius
+
+    def interior_point(self) -> np.ndarray:
+        return self.center.copy()
+
+    def cone_rows(self) -> ConeRows:
+        d = self.dim
+        A = np.vstack([np.zeros((1, d)), -np.eye(d)])
+        b = np.concatenate([[self.radius], -self.center])
+        return ConeRows(A_y=A, b=b, cones=(Cone("soc", d + 1),))
+
+    def constraints(self, w: cp.Variable) -> list[cp.Constraint]:
+        return [cp.norm(w - self.center, 2) <= self.radius]
+
+    def __repr__(self) -> str:
+        return f"Ball(dim={self.dim}, radius={self.radius:.4g})"

@@ -1,0 +1,166 @@
+"""The generic fallback: any bounded convex set CVXPY can put in conic form.
+
+The constraints are compiled once by CVXPY into solver rows (with whatever
+auxiliary variables its canonicalization introduces).  Projection and support
+function then come from cvxdp's direct conic calls.  Certificates that need
+``σ_W`` fall back on a bounding ball, which is looser but always valid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import cvxpy as cp
+import numpy as np
+
+from cvxdp.conic.cones import Cone, ConeRows
+from cvxdp.error import DomainError
+from cvxdp.geometry._conic_set import (
+    batched_projection,
+    batched_support,
+    bounding_box,
+    deep_interior_point,
+)
+from cvxdp.geometry.domain import Domain, as_points
+
+
+def compile_constraints(constraints: Sequence[cp.Constraint], w: cp.Variable) -> ConeRows:
+    """Solver rows ``A_y w + A_aux v + s = b`` for ``constraints`` (CVXPY does the canonicalization).
+
+    Raises :class:`DomainError` for constraints that are not DCP or that need
+    cones cvxdp does not handle (PSD, power cones).
+    """
+    for c in constraints:
+        if not c.is_dcp():
+            raise DomainError(f"domain constraint {c} is not DCP (so not known to be convex); "
+                              "rewrite it following CVXPY's DCP rules.")
+        if any(p for p in c.parameters()):
+            raise DomainError(f"domain constraint {c} uses a CVXPY Parameter; the domain must be "
+                              "fixed and public, so use constants.")
+    prob = cp.Problem(cp.Minimize(0), list(constraints))
+    data, _, _ = prob.get_problem_data(cp.CLARABEL)
+    dims = data["dims"]
+    if dims.psd or dims.p3d or getattr(dims, "pnd", None):
+        raise DomainError("domain constraints needing PSD or power cones are not supported; "
+                          "express the domain with linear, second-order or exponential cones.")
+    pp = data[cp.settings.PARAM_PROB]
+    if w.id not in pp.var_id_to_col:
+        raise DomainError("the domain constraints do not involve the model variable.")
+    A = data["A"].toarray()
+    b = np.asarray(data["b"], float)
+    start = pp.var_id_to_col[w.id]
+    y_cols = np.arange(start, start + w.size)
+    aux_cols = np.setdiff1d(np.arange(A.shape[1]), y_cols)
+    cones: list[Cone] = []
+    if dims.zero:
+        cones.append(Cone("zero", dims.zero))
+    if dims.nonneg:
+        cones.append(Cone("nonneg", dims.nonneg))
+    cones += [Cone("soc", k) for k in dims.soc]
+    cones += [Cone("exp", 3)] * dims.exp
+    lb = data.get("lower_bounds")
+    ub = data.get("upper_bounds")
+    if (lb is not None and np.any(np.isfinite(lb))) or (ub is not None and np.any(np.isfinite(ub))):
+        raise DomainError("variable bounds on the model variable are not supported; "
+                          "write them as constraints instead.")
+    return ConeRows(A_y=A[:, y_cols], b=b, cones=tuple(cones), A_aux=A[:, aux_cols])
+
+
+class ConvexSet(Domain):
+    """A bounded convex set given by arbitrary CVXPY constraints on ``w``.
+
+    Checked nonempty and bounded at construction through ``2d`` support LPs;
+    the diameter is the diagonal of the resulting (padded) bounding box.
+    """
+
+    support_is_exact = False
+    diameter_is_exact = False
+
+    def __init__(self, constraints: Sequence[cp.Constraint], w: cp.Variable,
+                 bounded_elsewhere: bool = False) -> None:
+        super().__init__(w.size)
+        self._constraints = list(constraints)
+        self._w = w
+        self._rows = compile_constraints(self._constraints, w)
+        if bounded_elsewhere:
+            # only used as one part of an intersection that is bounded as a whole
+            self._box = (np.full(self.dim, -np.inf), np.full(self.dim, np.inf))
+            self._interior = np.zeros(self.dim)
+            self._ball = (np.zeros(self.dim), np.inf)
+            return
+        lo, hi = bounding_box(self._rows, self.dim)
+        self._box = (lo, hi)
+        self._interior = deep_interior_point(self._rows, self.dim, lo, hi)
+        self._ball = ((lo + hi) / 2.0, float(np.linalg.norm(hi - lo)) / 2.0)
+
+    def feasibility_tolerance(self) -> float:
+        return 1e-9 * (1.0 + float(np.abs(self._rows.b).max(initial=0.0)))
+
+    def contains(self, points: np.ndarray, tol: float = 0.0) -> np.ndarray:
+        """Membership by evaluating the constraints' violation (CVXPY ``violation``)."""
+        p = as_points(points, self.dim)
+        flat = p.reshape(-1, self.dim)
+        tol = max(tol, self.feasibility_tolerance())
+        out = np.empty(flat.shape[0], dtype=bool)
+        for i, pt in enumerate(flat):
+            self._w.value = pt.reshape(self._w.shape)
+            out[i] = all(np.all(np.asarray(c.violation()) <= tol) for c in self._constraints)
+        self._w.value = None
+        return out.reshape(p.shape[:-1])
+
+    def project(self, points: np.ndarray) -> np.ndarray:
+        p = as_points(points, self.dim)
+        return batched_projection(self._rows, p.reshape(-1, self.dim)).reshape(p.shape)
+
+    def support(self, directions: np.ndarray) -> np.ndarray:
+        v = as_points(directions, self.dim)
+        vals, _, _ = batched_support(self._rows, v.reshape(-1, self.dim))
+        return vals.reshape(v.shape[:-1])
+
+    def support_upper(self, directions: np.ndarray) -> np.ndarray:
+        v = as_points(directions, self.dim)
+        c, r = self._ball
+        if not np.isfinite(r):
+            return np.full(v.shape[:-1], np.inf)
+        return v @ c + r * np.linalg.norm(v, axis=-1)
+
+    @property
+    def diameter(self) -> float:
+        lo, hi = self._box
+        return float(np.linalg.norm(hi - lo))
+
+    def bounding_ball(self) -> tuple[np.ndarray, float]:
+        return self._ball[0].copy(), self._ball[1]
+
+    def interior_point(self) -> np.ndarray:
+        return self._interior.copy()
+
+    def cone_rows(self) -> ConeRows:
+        return self._rows
+
+    def constraints(self, w: cp.Variable) -> list[cp.Constraint]:
+        if w is self._w:
+            return list(self._constraints)
+        return rows_to_constraints(self._rows, w)
+
+
+def rows_to_constraints(rows: ConeRows, w: cp.Variable) -> list[cp.Constraint]:
+    """CVXPY constraints on ``w`` equivalent to solver rows (fresh auxiliaries if any)."""
+    expr = rows.b - rows.A_y @ w
+    if rows.n_aux:
+        aux = cp.Variable(rows.n_aux)
+        expr = expr - rows.A_aux @ aux
+    out: list[cp.Constraint] = []
+    start = 0
+    for cone in rows.cones:
+        s = expr[start:start + cone.dim]
+        if cone.kind == "zero":
+            out.append(s == 0)
+        elif cone.kind == "nonneg":
+            out.append(s >= 0)
+        elif cone.kind == "soc":
+            out.append(cp.SOC(s[0], s[1:]))
+        else:
+            out.append(cp.constraints.ExpCone(s[0], s[1], s[2]))
+        start += cone.dim
+    return out

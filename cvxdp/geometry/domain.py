@@ -1,0 +1,134 @@
+"""The :class:`Domain` interface: a nonempty, compact convex set ``W ⊂ R^d``.
+
+Everything the algorithms need from ``W`` goes through this interface:
+
+* ``project`` — the Euclidean projection ``Π_W`` (closed form where one exists);
+* ``support`` — the support function ``σ_W(v) = max_{y∈W} <v, y>``, which the
+  extension's dual (DESIGN §2, the paper's Appendix E.3) evaluates;
+* ``contains`` and ``make_feasible`` — exact floating-point membership, so a
+  point used for a certified *upper* bound is really in the set;
+* ``diameter`` — an upper bound on the ℓ2 diameter ``D`` (exact where cheap);
+* ``cone_rows`` — the set's rows in solver form, for cvxdp's conic programs.
+
+All point-wise methods are vectorized over leading axes: ``points`` has shape
+``(..., d)``.
+"""
+
+from __future__ import annotations
+
+import abc
+
+import cvxpy as cp
+import numpy as np
+
+from cvxdp.conic.cones import ConeRows
+
+EPS = float(np.finfo(float).eps)
+
+
+class Domain(abc.ABC):
+    """A nonempty compact convex set in ``R^dim``."""
+
+    #: True when :meth:`support` is exact in exact arithmetic (closed form);
+    #: False when it is a solver estimate (use :meth:`support_upper` for bounds).
+    support_is_exact: bool = True
+    #: True when :attr:`diameter` is the exact diameter, False for an upper bound.
+    diameter_is_exact: bool = True
+
+    def __init__(self, dim: int) -> None:
+        self.dim = int(dim)
+
+    # -- geometry ---------------------------------------------------------
+    @abc.abstractmethod
+    def contains(self, points: np.ndarray, tol: float = 0.0) -> np.ndarray:
+        """Boolean membership of each point, allowing a violation of ``tol``."""
+
+    @abc.abstractmethod
+    def project(self, points: np.ndarray) -> np.ndarray:
+        """Euclidean projection of each point onto the set."""
+
+    @abc.abstractmethod
+    def support(self, directions: np.ndarray) -> np.ndarray:
+        """Support function ``σ(v) = max_{y ∈ W} <v, y>`` for each direction."""
+
+    def support_upper(self, directions: np.ndarray) -> np.ndarray:
+        """A guaranteed upper bound on ``σ(v)`` (equal to :meth:`support` when it is exact)."""
+        return self.support(directions)
+
+    @property
+    @abc.abstractmethod
+    def diameter(self) -> float:
+        """An upper bound on the ℓ2 diameter (exact when :attr:`diameter_is_exact`)."""
+
+    @abc.abstractmethod
+    def bounding_ball(self) -> tuple[np.ndarray, float]:
+        """``(center, radius)`` of a ball containing the set."""
+
+    @abc.abstractmethod
+    def interior_point(self) -> np.ndarray:
+        """A point of the set, in its relative interior when possible."""
+
+    @abc.abstractmethod
+    def cone_rows(self) -> ConeRows:
+        """The set as solver rows ``A_y y + A_aux v + s = b, s ∈ K``."""
+
+    @abc.abstractmethod
+    def constraints(self, w: cp.Variable) -> list[cp.Constraint]:
+        """The set as CVXPY constraints on ``w``."""
+
+    # -- shared helpers -----------------------------------------------------
+    def feasibility_tolerance(self) -> float:
+        """Tolerance used by :meth:`contains` for sets with equality constraints (else 0)."""
+        return 0.0
+
+    def make_feasible(self, points: np.ndarray) -> np.ndarray:
+        """Points in the set (exact float membership) close to ``points``.
+
+        A point that already passes :meth:`contains` is returned unchanged.  For
+        the others we shoot a ray from :meth:`interior_point` toward both the
+        raw point and its projection, keep the farthest feasible point of each
+        ray (bisection on the exact membership test), and return whichever of
+        the two is closer to the raw point.  The ray from the raw point is what
+        repairs a solver's answer that violates a constraint by rounding:
+        solver-based projections of such points are only accurate to about the
+        square root of the solver tolerance.
+        """
+        pts = as_points(points, self.dim)
+        flat = np.array(pts.reshape(-1, self.dim), dtype=float, copy=True)
+        tol = self.feasibility_tolerance()
+        bad = ~self.contains(flat, tol)
+        if not np.any(bad):
+            return flat.reshape(pts.shape)
+        raw = flat[bad]
+        center = self.interior_point()
+        shot_raw = self._shoot(center, raw, tol)
+        shot_proj = self._shoot(center, self.project(raw), tol)
+        use_raw = (np.linalg.norm(shot_raw - raw, axis=1)
+                   <= np.linalg.norm(shot_proj - raw, axis=1))
+        flat[bad] = np.where(use_raw[:, None], shot_raw, shot_proj)
+        return flat.reshape(pts.shape)
+
+    def _shoot(self, center: np.ndarray, targets: np.ndarray, tol: float) -> np.ndarray:
+        """The feasible point ``center + s (t − center)`` with the largest ``s ∈ [0, 1]`` found."""
+        lo = np.zeros(targets.shape[0])
+        hi = np.ones(targets.shape[0])
+        ok_full = self.contains(targets, tol)
+        lo[ok_full] = 1.0
+        diff = targets - center
+        for _ in range(64):
+            mid = 0.5 * (lo + hi)
+            ok = self.contains(center + mid[:, None] * diff, tol)
+            lo = np.where(ok, mid, lo)
+            hi = np.where(ok, hi, mid)
+        return center + lo[:, None] * diff
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(dim={self.dim}, diameter≤{self.diameter:.4g})"
+
+
+def as_points(points: np.ndarray, dim: int) -> np.ndarray:
+    """``points`` as a float array whose last axis has length ``dim``."""
+    arr = np.asarray(points, dtype=float)
+    if arr.shape[-1] != dim:
+        raise ValueError(f"points must have last dimension {dim}, got shape {arr.shape}")
+    return arr

@@ -1,0 +1,90 @@
+"""The ellipsoid ``{y : (y − c)ᵀ Q (y − c) ≤ 1}`` with ``Q`` symmetric positive definite."""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+
+from cvxdp._validation import finite_array
+from cvxdp.conic.cones import Cone, ConeRows
+from cvxdp.error import DomainError, UnboundedDomainError
+from cvxdp.geometry.domain import Domain, as_points
+
+
+class Ellipsoid(Domain):
+    """``{y : (y − c)ᵀ Q (y − c) ≤ 1}``.
+
+    With ``Q = V diag(q) Vᵀ``: ``σ(v) = <c, v> + ||diag(q)^{-1/2} Vᵀ v||``,
+    diameter ``2 / sqrt(min q)``.  The projection solves the secular equation
+    ``Σ q_i z_i² / (1 + μ q_i)² = 1`` for the multiplier ``μ ≥ 0`` by Newton's
+    method, which converges monotonically from ``μ = 0`` because the left side
+    is convex and decreasing in ``μ``.
+    """
+
+    def __init__(self, center: np.ndarray, shape_matrix: np.ndarray) -> None:
+        c = finite_array("ellipsoid center", center, ndim=1)
+        Q = finite_array("ellipsoid shape matrix", shape_matrix, shape=(c.shape[0], c.shape[0]))
+        if not np.allclose(Q, Q.T, rtol=1e-10, atol=1e-12 * np.abs(Q).max()):
+            raise DomainError("the ellipsoid's shape matrix must be symmetric.")
+        q, V = np.linalg.eigh((Q + Q.T) / 2.0)
+        if q.min() <= 1e-12 * max(q.max(), 1e-300):
+            raise UnboundedDomainError(
+                "the ellipsoid's shape matrix is singular, so the set is unbounded; "
+                "add bounds on the flat directions."
+            )
+        super().__init__(c.shape[0])
+        self.center, self.Q, self._q, self._V = c, Q, q, V
+
+    def contains(self, points: np.ndarray, tol: float = 0.0) -> np.ndarray:
+        z = (as_points(points, self.dim) - self.center) @ self._V
+        return np.sqrt(np.sum(self._q * z * z, axis=-1)) <= 1.0 + tol
+
+    def project(self, points: np.ndarray) -> np.ndarray:
+        p = as_points(points, self.dim)
+        z = (p - self.center) @ self._V
+        q = self._q
+        val = np.sum(q * z * z, axis=-1)
+        mu = np.zeros(val.shape)
+        out_mask = val > 1.0
+        if np.any(out_mask):
+            zz = z[out_mask]
+            m = np.zeros(zz.shape[0])
+            for _ in range(200):
+                den = 1.0 + m[:, None] * q
+                h = np.sum(q * zz * zz / den**2, axis=-1) - 1.0
+                dh = -2.0 * np.sum(q * q * zz * zz / den**3, axis=-1)
+                step = h / dh
+                m_new = m - step
+                if np.all(np.abs(m_new - m) <= 1e-15 * np.maximum(1.0, m_new)):
+                    m = m_new
+                    break
+                m = m_new
+            mu[out_mask] = m
+        x = z / (1.0 + mu[..., None] * q)
+        return self.center + x @ self._V.T
+
+    def support(self, directions: np.ndarray) -> np.ndarray:
+        v = as_points(directions, self.dim)
+        w = (v @ self._V) / np.sqrt(self._q)
+        return v @ self.center + np.linalg.norm(w, axis=-1)
+
+    @property
+    def diameter(self) -> float:
+        return 2.0 / float(np.sqrt(self._q.min()))
+
+    def bounding_ball(self) -> tuple[np.ndarray, float]:
+        return self.center.copy(), self.diameter / 2.0
+
+    def interior_point(self) -> np.ndarray:
+        return self.center.copy()
+
+    def cone_rows(self) -> ConeRows:
+        d = self.dim
+        Lt = np.sqrt(self._q)[:, None] * self._V.T  # ||Lt (y - c)|| <= 1
+        A = np.vstack([np.zeros((1, d)), -Lt])
+        b = np.concatenate([[1.0], -Lt @ self.center])
+        return ConeRows(A_y=A, b=b, cones=(Cone("soc", d + 1),))
+
+    def constraints(self, w: cp.Variable) -> list[cp.Constraint]:
+        Lt = np.sqrt(self._q)[:, None] * self._V.T
+        return [cp.norm(Lt @ (w - self.center), 2) <= 1.0]

@@ -1,0 +1,96 @@
+"""Intersections of recognized sets (for example a box cut by a ball)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import cvxpy as cp
+import numpy as np
+
+from cvxdp.conic.cones import ConeRows
+from cvxdp.geometry._conic_set import (
+    batched_projection,
+    batched_support,
+    bounding_box,
+    deep_interior_point,
+)
+from cvxdp.geometry.domain import Domain, as_points
+
+
+class Intersection(Domain):
+    """``W₁ ∩ … ∩ W_p``.
+
+    Projection and support come from one conic program over all parts' rows;
+    :meth:`support_upper` uses ``σ_{∩W_k} ≤ min_k σ_{W_k}`` (each part contains
+    the intersection), which is always a valid bound.  The diameter bound is the
+    smaller of the parts' bounds and of the intersection's own bounding box.
+    """
+
+    support_is_exact = False
+    diameter_is_exact = False
+
+    def __init__(self, parts: Sequence[Domain]) -> None:
+        parts = list(parts)
+        if len(parts) < 2:
+            raise ValueError("an intersection needs at least two parts")
+        dims = {p.dim for p in parts}
+        if len(dims) != 1:
+            raise ValueError(f"parts have different dimensions: {sorted(dims)}")
+        super().__init__(parts[0].dim)
+        self.parts = parts
+        lo, hi = bounding_box(self.cone_rows(), self.dim)
+        self._interior = deep_interior_point(self.cone_rows(), self.dim, lo, hi)
+        box_ball = ((lo + hi) / 2.0, float(np.linalg.norm(hi - lo)) / 2.0)
+        balls = [p.bounding_ball() for p in parts] + [box_ball]
+        self._ball = min(balls, key=lambda cb: cb[1])
+        self._diameter = min([p.diameter for p in parts] + [2.0 * box_ball[1]])
+
+    def feasibility_tolerance(self) -> float:
+        return max(p.feasibility_tolerance() for p in self.parts)
+
+    def contains(self, points: np.ndarray, tol: float = 0.0) -> np.ndarray:
+        ok = self.parts[0].contains(points, tol)
+        for p in self.parts[1:]:
+            ok = ok & p.contains(points, tol)
+        return ok
+
+    def project(self, points: np.ndarray) -> np.ndarray:
+        p = as_points(points, self.dim)
+        flat = p.reshape(-1, self.dim)
+        out = flat.copy()
+        bad = ~self.contains(flat, self.feasibility_tolerance())
+        if np.any(bad):
+            out[bad] = batched_projection(self.cone_rows(), flat[bad])
+        return out.reshape(p.shape)
+
+    def support(self, directions: np.ndarray) -> np.ndarray:
+        v = as_points(directions, self.dim)
+        vals, _, _ = batched_support(self.cone_rows(), v.reshape(-1, self.dim))
+        return vals.reshape(v.shape[:-1])
+
+    def support_upper(self, directions: np.ndarray) -> np.ndarray:
+        vals = [p.support_upper(directions) for p in self.parts]
+        c, r = self._ball
+        v = as_points(directions, self.dim)
+        vals.append(v @ c + r * np.linalg.norm(v, axis=-1))
+        return np.min(np.stack(vals), axis=0)
+
+    @property
+    def diameter(self) -> float:
+        return self._diameter
+
+    def bounding_ball(self) -> tuple[np.ndarray, float]:
+        return self._ball[0].copy(), self._ball[1]
+
+    def interior_point(self) -> np.ndarray:
+        return self._interior.copy()
+
+    def cone_rows(self) -> ConeRows:
+        return ConeRows.stack([p.cone_rows() for p in self.parts])
+
+    def constraints(self, w: cp.Variable) -> list[cp.Constraint]:
+        return [c for p in self.parts for c in p.constraints(w)]
+
+    def __repr__(self) -> str:
+        inner = ", ".join(type(p).__name__ for p in self.parts)
+        return f"Intersection({inner}; diameter≤{self.diameter:.4g})"

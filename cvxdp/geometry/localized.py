@@ -1,0 +1,156 @@
+"""Localized domains ``U = W ∩ B(c, r)`` and the inexact projection of Lemma 2.7.
+
+Algorithm 3 shrinks the working set to ``U_{j+1} = W ∩ B(w_loc, R⁺)``.  When
+``W`` is a ball, ``U`` is a ball or a :class:`~cvxdp.geometry.lens.Lens` with
+closed forms.  Otherwise :class:`LocalizedDomain` projects with the paper's
+Lemma 2.7: a bisection on the multiplier of the ball constraint that uses only
+the projection onto ``W``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import cvxpy as cp
+import numpy as np
+
+from cvxdp._validation import finite_array, positive_finite
+from cvxdp.conic.cones import ConeRows
+from cvxdp.error import DomainError
+from cvxdp.geometry.ball import Ball
+from cvxdp.geometry.domain import EPS, Domain, as_points
+from cvxdp.geometry.lens import intersect_balls
+
+
+def inexact_projection(domain: Domain, center: np.ndarray, radius: float, points: np.ndarray,
+                       xi: float) -> np.ndarray:
+    """Lemma 2.7: a point of ``W ∩ B(c, r)`` within ``xi`` of ``Π_{W ∩ B(c,r)}(y)``.
+
+    Requires ``c ∈ W``.  If ``||Π_W(y) − c|| ≤ r`` that projection is exact.
+    Otherwise, with ``z_λ = (y + λc)/(1 + λ)``, ``x_λ = Π_W(z_λ)`` and
+    ``g(λ) = ||x_λ − c||² − r²`` (non-increasing, ``g(0) > 0``), the true
+    projection is ``x_{λ*}`` for the root ``λ*`` in
+    ``[0, λ̄]``, ``λ̄ = max(0, ||y − c||/r − 1)``.  Bisection keeps
+    ``g(λ₋) > 0 ≥ g(λ₊)`` and stops once ``||y − c|| (λ₊ − λ₋) ≤ ξ``; because
+    ``||x_λ − x_μ|| ≤ ||y − c|| |λ − μ|`` the returned ``x_{λ₊}`` (which is in
+    the ball, hence feasible) is within ``ξ`` of the projection.  The number of
+    projections onto ``W`` is ``⌈log₂(||y − c|| λ̄ / ξ)⌉ + 1``.
+    """
+    xi = positive_finite("xi", xi)
+    y = as_points(points, domain.dim)
+    flat = y.reshape(-1, domain.dim)
+    x0 = domain.project(flat)
+    far = np.linalg.norm(x0 - center, axis=-1) > radius
+    out = x0.copy()
+    if np.any(far):
+        yy = flat[far]
+        dist = np.linalg.norm(yy - center, axis=-1)
+        lam_lo = np.zeros(yy.shape[0])
+        lam_hi = np.maximum(0.0, dist / radius - 1.0)
+        steps = int(np.ceil(np.log2(max(float(np.max(dist * lam_hi)) / xi, 1.0)))) + 1
+        for _ in range(min(steps, 200)):
+            mid = 0.5 * (lam_lo + lam_hi)
+            z = (yy + mid[:, None] * center) / (1.0 + mid[:, None])
+            g = np.sum((domain.project(z) - center) ** 2, axis=-1) - radius * radius
+            above = g > 0
+            lam_lo = np.where(above, mid, lam_lo)
+            lam_hi = np.where(above, lam_hi, mid)
+        z = (yy + lam_hi[:, None] * center) / (1.0 + lam_hi[:, None])
+        out[far] = domain.project(z)
+    return out.reshape(y.shape)
+
+
+class LocalizedDomain(Domain):
+    """``W ∩ B(c, r)`` for a general ``W`` (projection by Lemma 2.7 with accuracy ``xi``).
+
+    ``support`` is the bound ``min(σ_W(v), σ_B(v))``; exact inf-convolution
+    values would need a solver, and certificates only need an upper bound.
+    """
+
+    support_is_exact = False
+    diameter_is_exact = False
+
+    def __init__(self, base: Domain, center: np.ndarray, radius: float, xi: float = 1e-12) -> None:
+        super().__init__(base.dim)
+        c = finite_array("localization center", center, shape=(base.dim,))
+        self.base = base
+        self.ball = Ball(base.make_feasible(c), radius)
+        self.xi = positive_finite("xi", xi)
+
+    @property
+    def center(self) -> np.ndarray:
+        return self.ball.center
+
+    @property
+    def radius(self) -> float:
+        return self.ball.radius
+
+    def feasibility_tolerance(self) -> float:
+        return self.base.feasibility_tolerance()
+
+    def contains(self, points: np.ndarray, tol: float = 0.0) -> np.ndarray:
+        return self.base.contains(points, tol) & self.ball.contains(points, tol)
+
+    def project(self, points: np.ndarray) -> np.ndarray:
+        scale = max(self.radius, 1e-300)
+        return inexact_projection(self.base, self.center, self.radius, points, self.xi * scale)
+
+    def make_feasible(self, points: np.ndarray) -> np.ndarray:
+        # x in W (base.make_feasible), then pull toward the center c ∈ W: the segment stays in W.
+        p = self.base.make_feasible(self.project(points))
+        diff = p - self.center
+        nrm = np.linalg.norm(diff, axis=-1, keepdims=True)
+        scale = np.where(nrm > self.radius, self.radius / np.maximum(nrm, 1e-300) * (1 - 8 * EPS),
+                         1.0)
+        out = self.center + diff * scale
+        bad = ~self.contains(out)
+        if np.any(bad):
+            out[bad] = self.center
+        return out
+
+    def support(self, directions: np.ndarray) -> np.ndarray:
+        return np.minimum(self.base.support_upper(directions), self.ball.support(directions))
+
+    @property
+    def diameter(self) -> float:
+        return min(self.base.diameter, self.ball.diameter)
+
+    def bounding_ball(self) -> tuple[np.ndarray, float]:
+        c, r = self.base.bounding_ball()
+        if r <= self.radius:
+            return c, r
+        return self.ball.bounding_ball()
+
+    def interior_point(self) -> np.ndarray:
+        return self.center.copy()
+
+    def cone_rows(self) -> ConeRows:
+        return ConeRows.stack([self.base.cone_rows(), self.ball.cone_rows()])
+
+    def constraints(self, w: cp.Variable) -> list[cp.Constraint]:
+        return self.base.constraints(w) + self.ball.constraints(w)
+
+    def __repr__(self) -> str:
+        return f"LocalizedDomain({self.base!r} ∩ B(r={self.radius:.4g}))"
+
+
+def localize(domain: Domain, center: np.ndarray, radius: float, xi: float = 1e-12) -> Domain:
+    """``U = W ∩ B(center, radius)`` in the most exact representation available.
+
+    ``radius = inf`` (or a ball containing ``W``) returns ``W`` itself; a ball
+    ``W`` gives a :class:`Ball` or a :class:`Lens`; anything else a
+    :class:`LocalizedDomain`.  ``center`` must lie in ``W`` (Algorithm 3 only
+    uses projected centers); it is moved onto ``W`` if rounding left it outside.
+    """
+    if isinstance(radius, int | float) and math.isinf(radius) and radius > 0:
+        return domain
+    radius = positive_finite("localization radius", radius)
+    c = finite_array("localization center", center, shape=(domain.dim,))
+    if not domain.contains(c, tol=1e-9 * (1 + radius)):
+        raise DomainError("the localization center must lie in the domain W (project it first).")
+    wc, wr = domain.bounding_ball()
+    if np.linalg.norm(c - wc) + wr <= radius:
+        return domain
+    if isinstance(domain, Ball):
+        return intersect_balls(domain, Ball(domain.make_feasible(c), radius))
+    return LocalizedDomain(domain, c, radius, xi)

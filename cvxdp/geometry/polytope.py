@@ -1,0 +1,108 @@
+"""The bounded polyhedron ``{y : A y ≤ b, A_eq y = b_eq}``."""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+
+from cvxdp._validation import finite_array
+from cvxdp.conic.cones import Cone, ConeRows
+from cvxdp.error import DomainError
+from cvxdp.geometry._conic_set import (
+    batched_projection,
+    batched_support,
+    bounding_box,
+    deep_interior_point,
+    dual_support_bound,
+)
+from cvxdp.geometry.domain import Domain, as_points
+
+
+class Polytope(Domain):
+    """``{y : A y ≤ b, A_eq y = b_eq}``, checked bounded and nonempty at construction.
+
+    Projection and support function come from a conic solver (one
+    block-diagonal program for many points).  For certificates use
+    :meth:`support_upper`, which turns the LP's repaired dual ``μ ≥ 0`` into the
+    bound ``σ(v) ≤ bᵀμ + σ_B(v − Aᵀμ)`` (the E.3 recipe ``s := Aᵀμ``, with the
+    rounding residual charged to a bounding ball ``B``).
+    """
+
+    support_is_exact = False
+    diameter_is_exact = False
+
+    def __init__(self, A: np.ndarray, b: np.ndarray, A_eq: np.ndarray | None = None,
+                 b_eq: np.ndarray | None = None) -> None:
+        A = finite_array("polytope matrix A", A, ndim=2)
+        d = A.shape[1]
+        b = finite_array("polytope vector b", b, shape=(A.shape[0],))
+        if A_eq is None:
+            A_eq, b_eq = np.zeros((0, d)), np.zeros(0)
+        A_eq = finite_array("polytope matrix A_eq", A_eq, ndim=2)
+        if A_eq.shape[1] != d:
+            raise DomainError(f"A_eq has {A_eq.shape[1]} columns but A has {d}.")
+        b_eq = finite_array("polytope vector b_eq", b_eq, shape=(A_eq.shape[0],))
+        super().__init__(d)
+        self.A, self.b, self.A_eq, self.b_eq = A, b, A_eq, b_eq
+        lo, hi = bounding_box(self.cone_rows(), d)
+        self._box = (lo, hi)
+        self._interior = deep_interior_point(self.cone_rows(), d, lo, hi)
+        self._ball = ((lo + hi) / 2.0, float(np.linalg.norm(hi - lo)) / 2.0)
+
+    def feasibility_tolerance(self) -> float:
+        scale = 1.0 + float(np.max(np.abs(self.b_eq), initial=0.0))
+        return 1e-9 * scale if self.A_eq.shape[0] else 0.0
+
+    def contains(self, points: np.ndarray, tol: float = 0.0) -> np.ndarray:
+        p = as_points(points, self.dim)
+        ok = np.all(p @ self.A.T <= self.b + tol, axis=-1)
+        if self.A_eq.shape[0]:
+            ok &= np.all(np.abs(p @ self.A_eq.T - self.b_eq) <= max(tol, self.feasibility_tolerance()),
+                         axis=-1)
+        return ok
+
+    def project(self, points: np.ndarray) -> np.ndarray:
+        p = as_points(points, self.dim)
+        flat = p.reshape(-1, self.dim)
+        inside = self.contains(flat)
+        out = flat.copy()
+        if np.any(~inside):
+            out[~inside] = batched_projection(self.cone_rows(), flat[~inside])
+        return out.reshape(p.shape)
+
+    def support(self, directions: np.ndarray) -> np.ndarray:
+        v = as_points(directions, self.dim)
+        vals, _, _ = batched_support(self.cone_rows(), v.reshape(-1, self.dim))
+        return vals.reshape(v.shape[:-1])
+
+    def support_upper(self, directions: np.ndarray) -> np.ndarray:
+        v = as_points(directions, self.dim).reshape(-1, self.dim)
+        _, z, _ = batched_support(self.cone_rows(), v)
+        c, r = self._ball
+        return dual_support_bound(self.cone_rows(), v, z, c, r)
+
+    @property
+    def diameter(self) -> float:
+        lo, hi = self._box
+        return float(np.linalg.norm(hi - lo))
+
+    def bounding_ball(self) -> tuple[np.ndarray, float]:
+        return self._ball[0].copy(), self._ball[1]
+
+    def interior_point(self) -> np.ndarray:
+        return self._interior.copy()
+
+    def cone_rows(self) -> ConeRows:
+        cones = []
+        if self.A_eq.shape[0]:
+            cones.append(Cone("zero", self.A_eq.shape[0]))
+        if self.A.shape[0]:
+            cones.append(Cone("nonneg", self.A.shape[0]))
+        return ConeRows(A_y=np.vstack([self.A_eq, self.A]), b=np.concatenate([self.b_eq, self.b]),
+                        cones=tuple(cones))
+
+    def constraints(self, w: cp.Variable) -> list[cp.Constraint]:
+        cons = [self.A @ w <= self.b] if self.A.shape[0] else []
+        if self.A_eq.shape[0]:
+            cons.append(self.A_eq @ w == self.b_eq)
+        return cons

@@ -1,0 +1,250 @@
+"""Scalar convex links ``φ`` of generalized-linear losses ``f(y, z) = φ(<a(z), y> + b(z))``.
+
+The extension's dual (DESIGN §2) needs the conjugate ``φ*`` and its domain:
+
+    f_{C,U}(w, z) = max_{||g|| ≤ C, π ∈ dom φ*}  <g, w> + π b − φ*(π) − σ_U(g − π a).
+
+Every link here is vectorized over examples: parameters may carry a leading
+example axis, and every method takes arrays ``u`` or ``π`` of shape ``(m,)``
+(or broadcastable to it).
+
+* :class:`PiecewiseLinearLink` — ``φ(u) = max_j (κ_j u + e_j)`` (hinge, absolute
+  value, pinball, affine; per-example slopes and intercepts).  ``φ*`` is the
+  lower convex envelope of the points ``(κ_j, −e_j)``, finite on
+  ``[min κ, max κ]``.
+* :class:`HuberLink` — ``c · huber(u, M)`` in CVXPY's convention
+  (``u²`` for ``|u| ≤ M``, ``2M|u| − M²`` beyond); ``φ*(π) = π²/(4c)`` on
+  ``|π| ≤ 2Mc``.
+* :class:`SquareLink` — ``c u²``; ``φ*(π) = π²/(4c)`` on ``R``.
+* :class:`LogisticLink` — ``c log(1 + e^u)``; ``φ*(π) = c[p log p + (1−p) log(1−p)]``
+  with ``p = π/c`` on ``[0, c]``.
+"""
+
+from __future__ import annotations
+
+import abc
+
+import numpy as np
+from scipy.special import expit, xlogy
+
+
+class Link(abc.ABC):
+    """A convex function ``φ: R → R`` applied per example."""
+
+    piecewise_linear: bool = False
+
+    @abc.abstractmethod
+    def value(self, u: np.ndarray) -> np.ndarray:
+        """``φ(u)``."""
+
+    @abc.abstractmethod
+    def derivative_bounds(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Left and right derivatives ``(φ'₋(u), φ'₊(u))``."""
+
+    @abc.abstractmethod
+    def conjugate(self, pi: np.ndarray) -> np.ndarray:
+        """``φ*(π) = sup_u π u − φ(u)`` (``+inf`` outside :meth:`dual_domain`)."""
+
+    @abc.abstractmethod
+    def dual_domain(self) -> tuple[np.ndarray, np.ndarray]:
+        """Closed interval ``[lo, hi]`` on which ``φ*`` is finite (``±inf`` allowed)."""
+
+    def kinks(self) -> np.ndarray:
+        """``(m, K)`` array of points where ``φ`` may be non-differentiable (NaN padded)."""
+        return np.zeros((1, 0))
+
+    def lipschitz_on(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """An upper bound on the Lipschitz constant of ``φ`` on ``[lo, hi]``."""
+        left_lo, _ = self.derivative_bounds(lo)
+        _, right_hi = self.derivative_bounds(hi)
+        return np.maximum(np.abs(left_lo), np.abs(right_hi))
+
+    def clip_to_dual_domain(self, pi: np.ndarray) -> np.ndarray:
+        lo, hi = self.dual_domain()
+        return np.clip(pi, lo, hi)
+
+    def subset(self, index: np.ndarray) -> Link:
+        """The link restricted to a subset of examples."""
+        return self
+
+
+class PiecewiseLinearLink(Link):
+    """``φ(u) = max_j (κ_j u + e_j)`` with per-example slopes ``κ`` and intercepts ``e`` ``(m, M)``."""
+
+    piecewise_linear = True
+
+    def __init__(self, slopes: np.ndarray, intercepts: np.ndarray) -> None:
+        k = np.atleast_2d(np.asarray(slopes, dtype=float))
+        e = np.atleast_2d(np.asarray(intercepts, dtype=float))
+        k, e = np.broadcast_arrays(k, e)
+        self.slopes = np.ascontiguousarray(k)
+        self.intercepts = np.ascontiguousarray(e)
+        if self.slopes.shape[-1] == 2:
+            # two pieces (hinge, absolute value, pinball): φ* is linear between the slopes
+            order = np.argsort(self.slopes, axis=-1)
+            ks = np.take_along_axis(self.slopes, order, axis=-1)
+            es = np.take_along_axis(self.intercepts, order, axis=-1)
+            span = ks[:, 1] - ks[:, 0]
+            self._two = (ks[:, 0], ks[:, 1], -es[:, 0],
+                         np.where(span > 0, (es[:, 0] - es[:, 1]) / np.where(span > 0, span, 1.0),
+                                  0.0))
+        else:
+            self._two = None
+
+    def subset(self, index: np.ndarray) -> PiecewiseLinearLink:
+        if self.slopes.shape[0] == 1:
+            return self
+        return PiecewiseLinearLink(self.slopes[index], self.intercepts[index])
+
+    def _pieces(self, u: np.ndarray) -> np.ndarray:
+        u = np.asarray(u, dtype=float)
+        return self.slopes * u[..., None] + self.intercepts
+
+    def value(self, u: np.ndarray) -> np.ndarray:
+        if self.slopes.shape[-1] == 2:
+            u = np.asarray(u, dtype=float)
+            k, e = self.slopes, self.intercepts
+            return np.maximum(k[:, 0] * u + e[:, 0], k[:, 1] * u + e[:, 1])
+        return np.max(self._pieces(u), axis=-1)
+
+    def derivative_bounds(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        vals = self._pieces(u)
+        top = vals.max(axis=-1, keepdims=True)
+        tol = 1e-12 * (1.0 + np.abs(top))
+        active = vals >= top - tol
+        slopes = np.broadcast_to(self.slopes, vals.shape)
+        left = np.where(active, slopes, np.inf).min(axis=-1)
+        right = np.where(active, slopes, -np.inf).max(axis=-1)
+        return left, right
+
+    def dual_domain(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.slopes.min(axis=-1), self.slopes.max(axis=-1)
+
+    def conjugate(self, pi: np.ndarray) -> np.ndarray:
+        """Lower convex envelope of ``(κ_j, −e_j)`` at ``π``: a minimum over bracketing pairs."""
+        if self._two is not None:
+            k0, k1, c0, slope = self._two
+            pi = np.asarray(pi, dtype=float)
+            val = c0 + (pi - k0) * slope
+            return np.where((pi >= k0) & (pi <= k1), val, np.inf)
+        pi = np.asarray(pi, dtype=float)[..., None, None]
+        kj = self.slopes[..., :, None]
+        kk = self.slopes[..., None, :]
+        ej = -self.intercepts[..., :, None]
+        ek = -self.intercepts[..., None, :]
+        span = kk - kj
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.where(span > 0, (pi - kj) / np.where(span > 0, span, 1.0), 0.0)
+        ok = (kj <= pi) & (pi <= kk) & ((span > 0) | (kj == pi))
+        interp = ej + t * (ek - ej)
+        val = np.where(ok, interp, np.inf).min(axis=(-1, -2))
+        return val
+
+    def kinks(self) -> np.ndarray:
+        k, e = self.slopes, self.intercepts
+        M = k.shape[-1]
+        if M < 2:
+            return np.zeros((k.shape[0], 0))
+        iu, ju = np.triu_indices(M, 1)
+        dk = k[:, iu] - k[:, ju]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pts = np.where(dk != 0, (e[:, ju] - e[:, iu]) / np.where(dk != 0, dk, 1.0), np.nan)
+        return pts
+
+
+class _ScaledSmoothLink(Link):
+    def __init__(self, scale: float = 1.0) -> None:
+        if not scale > 0:
+            raise ValueError("a link's scale must be > 0")
+        self.scale = float(scale)
+
+    @abc.abstractmethod
+    def derivative(self, u: np.ndarray) -> np.ndarray:
+        """``φ'(u)``."""
+
+    @abc.abstractmethod
+    def inverse_derivative(self, pi: np.ndarray) -> np.ndarray:
+        """A ``u`` with ``φ'(u) = π`` for ``π`` inside the dual domain."""
+
+    def derivative_bounds(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        d = self.derivative(u)
+        return d, d
+
+
+class HuberLink(_ScaledSmoothLink):
+    """``c · huber(u, M)``: ``c u²`` for ``|u| ≤ M`` and ``c(2M|u| − M²)`` beyond."""
+
+    def __init__(self, M: float = 1.0, scale: float = 1.0) -> None:
+        super().__init__(scale)
+        if not M > 0:
+            raise ValueError("the Huber threshold M must be > 0")
+        self.M = float(M)
+
+    def value(self, u: np.ndarray) -> np.ndarray:
+        u = np.asarray(u, float)
+        au = np.abs(u)
+        return self.scale * np.where(au <= self.M, u * u, 2 * self.M * au - self.M**2)
+
+    def derivative(self, u: np.ndarray) -> np.ndarray:
+        return self.scale * np.clip(2.0 * np.asarray(u, float), -2 * self.M, 2 * self.M)
+
+    def inverse_derivative(self, pi: np.ndarray) -> np.ndarray:
+        return np.asarray(pi, float) / (2.0 * self.scale)
+
+    def dual_domain(self) -> tuple[np.ndarray, np.ndarray]:
+        b = 2.0 * self.M * self.scale
+        return np.array(-b), np.array(b)
+
+    def conjugate(self, pi: np.ndarray) -> np.ndarray:
+        pi = np.asarray(pi, float)
+        b = 2.0 * self.M * self.scale
+        return np.where(np.abs(pi) <= b, pi * pi / (4.0 * self.scale), np.inf)
+
+    def kinks(self) -> np.ndarray:
+        return np.array([[-self.M, self.M]])
+
+
+class SquareLink(_ScaledSmoothLink):
+    """``c u²``."""
+
+    def value(self, u: np.ndarray) -> np.ndarray:
+        u = np.asarray(u, float)
+        return self.scale * u * u
+
+    def derivative(self, u: np.ndarray) -> np.ndarray:
+        return 2.0 * self.scale * np.asarray(u, float)
+
+    def inverse_derivative(self, pi: np.ndarray) -> np.ndarray:
+        return np.asarray(pi, float) / (2.0 * self.scale)
+
+    def dual_domain(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.array(-np.inf), np.array(np.inf)
+
+    def conjugate(self, pi: np.ndarray) -> np.ndarray:
+        pi = np.asarray(pi, float)
+        return pi * pi / (4.0 * self.scale)
+
+
+class LogisticLink(_ScaledSmoothLink):
+    """``c log(1 + e^u)``."""
+
+    def value(self, u: np.ndarray) -> np.ndarray:
+        return self.scale * np.logaddexp(0.0, np.asarray(u, float))
+
+    def derivative(self, u: np.ndarray) -> np.ndarray:
+        return self.scale * expit(np.asarray(u, float))
+
+    def inverse_derivative(self, pi: np.ndarray) -> np.ndarray:
+        p = np.clip(np.asarray(pi, float) / self.scale, 1e-300, 1 - 1e-16)
+        return np.log(p) - np.log1p(-p)
+
+    def dual_domain(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.array(0.0), np.array(self.scale)
+
+    def conjugate(self, pi: np.ndarray) -> np.ndarray:
+        pi = np.asarray(pi, float)
+        p = pi / self.scale
+        inside = (p >= 0) & (p <= 1)
+        pc = np.clip(p, 0.0, 1.0)
+        val = self.scale * (xlogy(pc, pc) + xlogy(1.0 - pc, 1.0 - pc))
+        return np.where(inside, val, np.inf)

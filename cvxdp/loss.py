@@ -1,0 +1,287 @@
+"""The declarative per-example loss ``f(w, z)``: a CVXPY expression and its data placeholders.
+
+A user writes the loss of *one* example with a ``cp.Variable`` ``w`` for the
+model and ``cp.Parameter`` placeholders for the example's data::
+
+    w = cp.Variable(d)
+    x, y = cp.Parameter(d, name="x"), cp.Parameter(name="y")
+    loss = cvxdp.Loss(cp.pos(1 - y * (x @ w)), w, data=[x, y])
+
+:class:`Loss` checks that the expression is convex in ``w`` (CVXPY's DCP
+rules), depends on ``w`` and on no other variable, and that every parameter is
+a declared data placeholder.  :meth:`Loss.bind` validates an array per
+placeholder (leading axis = examples) and computes the numeric structure the
+certified oracle uses — without creating any CVXPY object per example and
+without ever storing the whole data set in a CVXPY parameter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+import cvxpy as cp
+import numpy as np
+
+from cvxdp._validation import finite_array
+from cvxdp.error import DataError, ModelError, NonConvexLossError
+from cvxdp.evaluation import UnsupportedAtom, evaluate, evaluate_per_example, is_batchable
+from cvxdp.links import Link, PiecewiseLinearLink
+from cvxdp.structure import (
+    GenericStructure,
+    PiecewiseLinearStructure,
+    SmoothGLMStructure,
+    Structure,
+    affine_coefficients,
+    recognize_structure,
+)
+
+DataValidator = Callable[[np.ndarray], None]
+
+
+class Loss:
+    """A per-example convex loss ``f(w, z)`` stated in CVXPY.
+
+    Parameters
+    ----------
+    expr:
+        Scalar CVXPY expression, convex in ``variable`` under DCP.
+    variable:
+        The model variable ``w`` (a ``cp.Variable`` of shape ``(d,)``).
+    data:
+        The per-example data placeholders: a sequence of ``cp.Parameter`` or a
+        mapping ``name -> cp.Parameter``.  Every parameter of ``expr`` must be
+        listed.
+    validators:
+        Optional ``name -> callable(array)`` raising :class:`DataError` for
+        values outside the expected set (e.g. labels must be ``±1``).
+
+    Raises
+    ------
+    NonConvexLossError
+        ``expr`` is not convex in ``w`` under DCP.
+    ModelError
+        ``expr`` is not scalar, does not involve ``w``, involves another
+        variable, or uses an undeclared parameter.
+    """
+
+    def __init__(self, expr: cp.Expression, variable: cp.Variable,
+                 data: Iterable[cp.Parameter] | Mapping[str, cp.Parameter] = (),
+                 validators: Mapping[str, DataValidator] | None = None) -> None:
+        if not isinstance(variable, cp.Variable):
+            raise ModelError(f"variable must be a cp.Variable, got {type(variable).__name__}.")
+        if variable.ndim != 1:
+            raise ModelError(f"the model variable must be a vector (shape (d,)), got shape "
+                             f"{variable.shape}; flatten it with cp.Variable(d).")
+        if not isinstance(expr, cp.Expression):
+            raise ModelError(f"the loss must be a CVXPY expression, got {type(expr).__name__}.")
+        if expr.size != 1:
+            raise ModelError(f"the loss must be scalar (one example's loss), got shape {expr.shape}; "
+                             "sum or index it to a scalar.")
+        if isinstance(data, Mapping):
+            placeholders = dict(data)
+        else:
+            placeholders = {p.name(): p for p in data}
+        for name, p in placeholders.items():
+            if not isinstance(p, cp.Parameter):
+                raise ModelError(f"data placeholder {name!r} must be a cp.Parameter, got "
+                                 f"{type(p).__name__}.")
+        var_ids = {v.id for v in expr.variables()}
+        if variable.id not in var_ids:
+            raise ModelError("the loss does not depend on the model variable w; a constant loss "
+                             "has nothing to learn.")
+        if len(var_ids) > 1:
+            others = [v.name() for v in expr.variables() if v.id != variable.id]
+            raise ModelError(f"the loss involves variables other than w ({', '.join(others)}); "
+                             "per-example auxiliary variables are introduced by cvxdp itself.")
+        declared = {p.id for p in placeholders.values()}
+        undeclared = [p.name() for p in expr.parameters() if p.id not in declared]
+        if undeclared:
+            raise ModelError(f"parameter(s) {', '.join(undeclared)} appear in the loss but are not "
+                             "declared as data placeholders; pass them in data=[...] or make them "
+                             "constants.")
+        if not expr.is_dcp() or not expr.is_convex():
+            raise NonConvexLossError(
+                "the loss is not convex in w under CVXPY's DCP rules. Common fixes: use cp.pos, "
+                "cp.abs, cp.maximum, cp.huber, cp.logistic of expressions affine in w; declare "
+                "sign-carrying data with cp.Parameter(..., nonneg=True) when it multiplies a "
+                "convex term."
+            )
+        self.expr = expr
+        self.variable = variable
+        self.placeholders = placeholders
+        self.validators = dict(validators or {})
+        self.structure: Structure = recognize_structure(expr, variable)
+        self._batchable = is_batchable(expr)
+
+    @property
+    def dim(self) -> int:
+        """Dimension ``d`` of the model variable."""
+        return int(self.variable.size)
+
+    @property
+    def is_dpp(self) -> bool:
+        """Whether CVXPY can compile the loss once with its data as parameters (DPP)."""
+        return bool(self.expr.is_dpp())
+
+    def bind(self, data: Mapping[str | cp.Parameter, object]) -> Examples:
+        """Validate per-example arrays and compute the numeric structure.
+
+        ``data`` maps each placeholder (or its name) to an array whose leading
+        axis indexes examples and whose remaining shape is the placeholder's.
+        """
+        if not isinstance(data, Mapping):
+            raise DataError("data must be a mapping from placeholder (or its name) to an array.")
+        arrays: dict[cp.Parameter, np.ndarray] = {}
+        by_id = {p.id: (n, p) for n, p in self.placeholders.items()}
+        for key, value in data.items():
+            if isinstance(key, cp.Parameter):
+                if key.id not in by_id:
+                    raise DataError(f"{key.name()!r} is not a data placeholder of this loss.")
+                name, p = by_id[key.id]
+            else:
+                if key not in self.placeholders:
+                    raise DataError(f"unknown data placeholder {key!r}; expected one of "
+                                    f"{sorted(self.placeholders)}.")
+                name, p = key, self.placeholders[key]
+            arrays[p] = (name, value)  # type: ignore[assignment]
+        missing = [n for n, p in self.placeholders.items() if p not in arrays]
+        if missing:
+            raise DataError(f"no data for placeholder(s) {', '.join(missing)}.")
+        m = None
+        checked: dict[cp.Parameter, np.ndarray] = {}
+        for p, (name, value) in arrays.items():  # type: ignore[misc]
+            arr = finite_array(f"data {name!r}", value)
+            if arr.ndim == 0:
+                raise DataError(f"data {name!r} must have a leading example axis, got a scalar.")
+            want = tuple(p.shape)
+            if tuple(arr.shape[1:]) != want:
+                expected = "(m, " + ", ".join(map(str, want)) + ")" if want else "(m,)"
+                raise DataError(f"data {name!r} must have shape {expected} (one row per "
+                                f"example), got {arr.shape}.")
+            if m is None:
+                m = arr.shape[0]
+            elif arr.shape[0] != m:
+                raise DataError(f"data {name!r} has {arr.shape[0]} examples but another "
+                                f"placeholder has {m}; all must have the same number of rows.")
+            _check_attributes(name, p, arr)
+            if name in self.validators:
+                self.validators[name](arr)
+            checked[p] = arr
+        if m is None or m == 0:
+            raise DataError("the data set is empty; at least one example is needed.")
+        return Examples(loss=self, arrays=checked, m=int(m))
+
+    def values(self, points: np.ndarray, examples: Examples) -> np.ndarray:
+        """``f(y_i, z_i)`` for each example (``points`` is ``(m, d)`` or ``(d,)``)."""
+        y = np.asarray(points, float)
+        vals: dict = dict(examples.arrays)
+        vals[self.variable] = y.reshape((-1, self.dim))
+        if self._batchable:
+            try:
+                out = evaluate(self.expr, vals)
+                return np.broadcast_to(np.asarray(out, float).reshape(-1), (examples.m,)).copy()
+            except UnsupportedAtom:
+                pass
+        return evaluate_per_example(self.expr, vals, examples.m).reshape(-1)
+
+    def __repr__(self) -> str:
+        return f"Loss({self.expr}, structure={self.structure.kind}, d={self.dim})"
+
+
+def _check_attributes(name: str, p: cp.Parameter, arr: np.ndarray) -> None:
+    attrs = p.attributes
+    if attrs.get("nonneg") and np.any(arr < 0):
+        raise DataError(f"data {name!r} is declared nonneg but has negative entries.")
+    if attrs.get("nonpos") and np.any(arr > 0):
+        raise DataError(f"data {name!r} is declared nonpos but has positive entries.")
+    if attrs.get("boolean") and np.any((arr != 0) & (arr != 1)):
+        raise DataError(f"data {name!r} is declared boolean but has entries other than 0/1.")
+    if attrs.get("integer") and np.any(arr != np.round(arr)):
+        raise DataError(f"data {name!r} is declared integer but has fractional entries.")
+
+
+@dataclass
+class Examples:
+    """Validated per-example data bound to a :class:`Loss`, with its numeric structure.
+
+    Attributes
+    ----------
+    arrays:
+        ``placeholder -> array (m, *placeholder.shape)``.
+    m:
+        Number of examples.
+    """
+
+    loss: Loss
+    arrays: dict[cp.Parameter, np.ndarray]
+    m: int
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    def subset(self, index: np.ndarray) -> Examples:
+        """The examples selected by ``index`` (an index array or boolean mask)."""
+        idx = np.asarray(index)
+        arrays = {p: a[idx] for p, a in self.arrays.items()}
+        m = int(next(iter(arrays.values())).shape[0])
+        sub = Examples(self.loss, arrays, m)
+        for key, val in self._cache.items():
+            sub._cache[key] = _subset_cached(val, idx)
+        return sub
+
+    # -- numeric structure --------------------------------------------------
+    def pieces(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(A, b)`` with ``f(y, z_i) = max_j A[i, j] · y + b[i, j]`` (piecewise-linear losses)."""
+        st = self.loss.structure
+        if not isinstance(st, PiecewiseLinearStructure):
+            raise TypeError("pieces() is only defined for piecewise-linear losses")
+        if "pieces" not in self._cache:
+            self._cache["pieces"] = affine_coefficients(st.pieces, self.loss.variable, self.arrays,
+                                                        self.m)
+        return self._cache["pieces"]
+
+    def glm(self) -> tuple[np.ndarray, np.ndarray, Link] | None:
+        """``(a, b, φ)`` with ``f(y, z_i) = φ_i(<a_i, y> + b_i)``, or ``None``.
+
+        Smooth links come straight from the structure.  Piecewise-linear losses
+        qualify when, for every example, all pieces' slopes are parallel:
+        ``a_ij = κ_ij â_i`` (hinge, absolute value, pinball, affine); then
+        ``φ_i(u) = max_j (κ_ij u + b_ij)`` with ``u = <â_i, y>``.
+        """
+        if "glm" in self._cache:
+            return self._cache["glm"]
+        st = self.loss.structure
+        out = None
+        if isinstance(st, SmoothGLMStructure):
+            A, b = affine_coefficients((st.argument,), self.loss.variable, self.arrays, self.m)
+            out = (A[:, 0, :], b[:, 0], st.link)
+        elif isinstance(st, PiecewiseLinearStructure):
+            A, b = self.pieces()
+            norms = np.linalg.norm(A, axis=2)
+            lead = np.argmax(norms, axis=1)
+            ahat = A[np.arange(self.m), lead]
+            nrm = norms[np.arange(self.m), lead]
+            ahat = np.where(nrm[:, None] > 0, ahat / np.where(nrm > 0, nrm, 1.0)[:, None], 0.0)
+            # any unit vector will do for examples whose pieces are all constant
+            zero = nrm == 0
+            if np.any(zero):
+                ahat[zero, 0] = 1.0
+            kappa = np.einsum("imd,id->im", A, ahat)
+            resid = A - kappa[:, :, None] * ahat[:, None, :]
+            scale = 1.0 + norms
+            if np.all(np.linalg.norm(resid, axis=2) <= 1e-12 * scale):
+                out = (ahat, np.zeros(self.m), PiecewiseLinearLink(kappa, b))
+        self._cache["glm"] = out
+        return out
+
+
+def _subset_cached(val: object, idx: np.ndarray) -> object:
+    if isinstance(val, tuple):
+        return tuple(_subset_cached(v, idx) for v in val)
+    if isinstance(val, np.ndarray):
+        return val[idx]
+    if isinstance(val, Link):
+        return val.subset(idx)
+    return val
+
+
+__all__ = ["Examples", "GenericStructure", "Loss"]

@@ -1,0 +1,206 @@
+"""Recognizing the structure of a per-example loss from its CVXPY expression tree.
+
+cvxdp certifies the Lipschitz extension through the conjugate representation
+
+    f(y, z) = max_{π ∈ Π} [ πᵀ (A(z) y + b(z)) − ψ(π) ],
+
+which it can evaluate exactly when the loss has one of these shapes:
+
+* **piecewise linear** (polyhedral): ``max_j (a_j(z)ᵀ y + b_j(z))`` — built from
+  affine expressions with ``maximum``, ``max``, ``pos``, ``neg``, ``abs``,
+  nonnegative scaling and sums (a sum of maxima is a maximum over all
+  combinations).  ``Π`` is the simplex and ``ψ = 0`` (Appendix E.3).
+* **generalized linear with a smooth link**: ``c · φ(a(z)ᵀ y + b(z))`` with
+  ``φ`` Huber, square or logistic.
+
+Everything else is *generic*: certified through the conic dual of the
+compiled problem (see :mod:`cvxdp.extension.generic`).  Recognition is
+symbolic; the numeric coefficients ``a_j(z_i), b_j(z_i)`` are computed per
+batch by :func:`affine_coefficients`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import cvxpy as cp
+import numpy as np
+
+from cvxdp.evaluation import UnsupportedAtom, evaluate, evaluate_per_example
+from cvxdp.links import HuberLink, LogisticLink, SquareLink
+
+#: A sum of piecewise-linear terms multiplies piece counts; beyond this many
+#: pieces the loss is treated as generic.
+MAX_PIECES = 64
+
+
+@dataclass(frozen=True)
+class PiecewiseLinearStructure:
+    """``f(y) = max_j piece_j(y)`` with each piece a scalar expression affine in ``y``."""
+
+    pieces: tuple[cp.Expression, ...]
+    kind: str = "piecewise-linear"
+
+
+@dataclass(frozen=True)
+class SmoothGLMStructure:
+    """``f(y) = link(argument(y))`` with ``argument`` scalar affine and ``link`` smooth."""
+
+    argument: cp.Expression
+    link: HuberLink | SquareLink | LogisticLink
+    kind: str = "smooth-glm"
+
+
+@dataclass(frozen=True)
+class GenericStructure:
+    """No recognized structure; certified through the conic dual, if at all."""
+
+    kind: str = "generic"
+
+
+Structure = PiecewiseLinearStructure | SmoothGLMStructure | GenericStructure
+
+
+def _scalar_const(e: cp.Expression) -> float | None:
+    if e.is_constant() and e.size == 1 and not e.parameters():
+        return float(np.asarray(e.value).ravel()[0])
+    return None
+
+
+def _scaled(e: cp.Expression) -> tuple[float, cp.Expression] | None:
+    """``(c, inner)`` when ``e = c · inner`` with a constant scalar ``c``."""
+    name = type(e).__name__
+    if name in ("multiply", "MulExpression") and len(e.args) == 2:
+        a, b = e.args
+        ca, cb = _scalar_const(a), _scalar_const(b)
+        if ca is not None:
+            return ca, b
+        if cb is not None:
+            return cb, a
+    if name == "DivExpression":
+        c = _scalar_const(e.args[1])
+        if c is not None and c != 0:
+            return 1.0 / c, e.args[0]
+    if name == "NegExpression":
+        return -1.0, e.args[0]
+    return None
+
+
+def _pieces(e: cp.Expression, w: cp.Variable) -> list[cp.Expression] | None:
+    """Scalar affine pieces whose maximum equals ``e``, or ``None``."""
+    if e.size != 1:
+        return None
+    if e.is_affine():
+        return [e]
+    name = type(e).__name__
+    if name == "maximum":
+        out: list[cp.Expression] = []
+        for a in e.args:
+            if a.size != 1:
+                return None
+            p = _pieces(a, w)
+            if p is None:
+                return None
+            out += p
+        return out
+    if name == "max" and e.axis is None and e.args[0].is_affine():
+        arg = e.args[0]
+        return [arg[idx] for idx in np.ndindex(*arg.shape)]
+    if name == "abs" and e.args[0].is_affine():
+        return [e.args[0], -e.args[0]]
+    sc = _scaled(e)
+    if sc is not None:
+        c, inner = sc
+        if c >= 0:
+            p = _pieces(inner, w)
+            return None if p is None else [c * q for q in p]
+        # -min(affine...) = max(-affine...)
+        if type(inner).__name__ == "minimum" and all(a.is_affine() and a.size == 1
+                                                      for a in inner.args):
+            return [c * a for a in inner.args]
+        if type(inner).__name__ == "min" and inner.axis is None and inner.args[0].is_affine():
+            arg = inner.args[0]
+            return [c * arg[idx] for idx in np.ndindex(*arg.shape)]
+        return None
+    if name == "AddExpression":
+        groups = []
+        for a in e.args:
+            p = _pieces(a, w) if a.size == 1 else None
+            if p is None:
+                return None
+            groups.append(p)
+        count = int(np.prod([len(g) for g in groups]))
+        if count > MAX_PIECES:
+            return None
+        return [sum(combo[1:], combo[0]) for combo in itertools.product(*groups)]
+    return None
+
+
+def _smooth(e: cp.Expression) -> SmoothGLMStructure | None:
+    scale = 1.0
+    sc = _scaled(e)
+    if sc is not None:
+        scale, e = sc
+        if scale <= 0:
+            return None
+    name = type(e).__name__
+    if e.size != 1:
+        return None
+    arg = e.args[0] if e.args else None
+    if arg is None or not arg.is_affine() or arg.size != 1:
+        return None
+    if name == "huber":
+        return SmoothGLMStructure(arg, HuberLink(float(np.asarray(e.M.value)), scale))
+    if name in ("PowerApprox", "Power", "power"):
+        p = e.p.value if hasattr(e.p, "value") else e.p
+        if float(p) == 2.0:
+            return SmoothGLMStructure(arg, SquareLink(scale))
+        return None
+    if name == "quad_over_lin" and _scalar_const(e.args[1]) is not None:
+        return SmoothGLMStructure(arg, SquareLink(scale / _scalar_const(e.args[1])))
+    if name == "logistic":
+        return SmoothGLMStructure(arg, LogisticLink(scale))
+    return None
+
+
+def recognize_structure(expr: cp.Expression, w: cp.Variable) -> Structure:
+    """The most specific structure cvxdp can certify for the loss ``expr`` in ``w``."""
+    pieces = _pieces(expr, w)
+    if pieces is not None and len(pieces) <= MAX_PIECES:
+        return PiecewiseLinearStructure(tuple(pieces))
+    smooth = _smooth(expr)
+    if smooth is not None:
+        return smooth
+    return GenericStructure()
+
+
+def affine_coefficients(exprs: tuple[cp.Expression, ...], w: cp.Variable,
+                        data: Mapping[cp.Parameter, np.ndarray], m: int
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """Numeric ``(A, b)`` with ``expr_j(y, z_i) = A[i, j] · y + b[i, j]`` for scalar affine ``expr_j``.
+
+    Evaluates each expression at ``y = 0`` and ``y = e_k`` for every example at
+    once.  Returns ``A`` of shape ``(m, M, d)`` and ``b`` of shape ``(m, M)``.
+    """
+    d = w.size
+    M = len(exprs)
+    A = np.empty((m, M, d))
+    b = np.empty((m, M))
+    leaves: dict = {p: np.asarray(v, float) for p, v in data.items()}
+    for j, ex in enumerate(exprs):
+        def ev(point: np.ndarray, ex: cp.Expression = ex) -> np.ndarray:
+            vals = dict(leaves)
+            vals[w] = point.reshape((1,) + tuple(w.shape), order="F")
+            try:
+                out = evaluate(ex, vals)
+            except UnsupportedAtom:
+                out = evaluate_per_example(ex, vals, m)
+            return np.broadcast_to(np.asarray(out, float).reshape(-1), (m,))
+        b[:, j] = ev(np.zeros(d))
+        for k in range(d):
+            e = np.zeros(d)
+            e[k] = 1.0
+            A[:, j, k] = ev(e) - b[:, j]
+    return A, b

@@ -106,7 +106,8 @@ def project_soc(z: np.ndarray) -> np.ndarray:
     out[polar] = 0.0
     if np.any(mid):
         alpha = (t[mid] + nx[mid]) / 2.0
-        scale = alpha / nx[mid]
+        # a few ulps inside the boundary so float membership tests pass
+        scale = alpha / nx[mid] * (1.0 - 4.0 * np.finfo(float).eps)
         out[mid, 0] = alpha
         out[mid, 1:] = x[mid] * scale[:, None]
     return out
@@ -124,9 +125,11 @@ def project_exp_dual(z: np.ndarray) -> np.ndarray:
     z = np.array(z, dtype=float, copy=True)
     u, v, w = z[..., 0], z[..., 1], z[..., 2]
     neg = u < 0
-    # dual exp cone: u < 0 and  -u * exp(v/u) <= e * w
-    need = np.where(neg, -u * np.exp(np.minimum(v / np.where(neg, u, -1.0), 700.0)) / np.e, np.inf)
-    w_new = np.where(neg, np.maximum(w, need * (1 + 4 * np.finfo(float).eps)), w)
+    # keep the exponent moderate: where v/u is large (v < 0, u ≈ 0⁻) move u further negative
+    u = np.where(neg & (v < 0) & (v < 50.0 * u), v / 50.0, u)
+    ratio = np.where(neg, v / np.where(neg, u, -1.0), 0.0)
+    need = np.where(neg, -u * np.exp(ratio) / np.e, np.inf)
+    w_new = np.where(neg, np.maximum(w, need * (1 + 8 * np.finfo(float).eps)), w)
     # u >= 0: the closure contains {u = 0, v >= 0, w >= 0}; project onto it.
     z[..., 2] = np.where(neg, w_new, np.maximum(w, 0.0))
     z[..., 1] = np.where(neg, v, np.maximum(v, 0.0))

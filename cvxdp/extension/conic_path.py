@@ -122,6 +122,41 @@ def solve_extension_programs(block: EpigraphBlock, region: Domain, w: np.ndarray
                       solve_time=total)
 
 
+def repair_aux_multipliers(z: np.ndarray, A_aux: np.ndarray, c_aux: np.ndarray,
+                           cones: tuple[Cone, ...], iterations: int = 25
+                           ) -> tuple[np.ndarray, np.ndarray]:
+    """Make multipliers exactly dual-feasible on the auxiliary (unbounded) columns.
+
+    Alternates a least-squares step onto ``{z : A_auxᵀ z = −c_aux}`` with the
+    projection onto ``K*``; ``A_aux`` is ``(m, k, n_aux)`` (or ``(k, n_aux)``
+    shared), ``c_aux`` ``(m, n_aux)``.  Returns ``(z, ok)`` with ``z ∈ K*`` and
+    ``ok`` true where the remaining residual is at rounding level
+    (``≤ 1e-12`` relative to the terms).  Where ``ok`` is false the caller must
+    not use ``z`` for a bound.
+    """
+    m = z.shape[0]
+    A_aux = np.broadcast_to(A_aux, (m,) + np.shape(A_aux)[-2:])
+    z = project_dual(z, cones)
+    if A_aux.shape[-1] == 0:
+        return z, np.ones(m, dtype=bool)
+    pinv = np.linalg.pinv(np.einsum("mkj,mki->mji", A_aux, A_aux))
+
+    def residual(zz: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        r = c_aux + np.einsum("mkj,mk->mj", A_aux, zz)
+        scale = 1.0 + np.abs(c_aux).sum(axis=1) + np.einsum("mkj,mk->m", np.abs(A_aux), np.abs(zz))
+        return np.abs(r).sum(axis=1), scale
+
+    for _ in range(iterations):
+        r_abs, scale = residual(z)
+        if np.all(r_abs <= 1e-13 * scale):
+            break
+        r = c_aux + np.einsum("mkj,mk->mj", A_aux, z)
+        z = project_dual(z - np.einsum("mkj,mj->mk", A_aux, np.einsum("mji,mi->mj", pinv, r)),
+                         cones)
+    r_abs, scale = residual(z)
+    return z, (r_abs <= 1e-12 * scale) & in_dual(z, cones)
+
+
 def _region_support_fn(region: Domain, z_U: np.ndarray):
     """A cheap per-example upper bound ``v ↦ σ_U(v)`` using ``U``'s multipliers where needed."""
     if has_exact_support(region):
@@ -136,14 +171,12 @@ def _region_support_fn(region: Domain, z_U: np.ndarray):
         kW = rows.n_rows
         c, r = region.bounding_ball()
         ball = Ball(c, r)
-    zW = project_dual(z_U[:, :kW], base_rows.cones)
+    # σ_W(A_yᵀ z) ≤ bᵀ z for z ∈ K* with A_auxᵀ z = 0 (weak duality)
+    zW, ok = repair_aux_multipliers(z_U[:, :kW], base_rows.A_aux,
+                                    np.zeros((z_U.shape[0], base_rows.n_aux)), base_rows.cones)
     s = zW @ base_rows.A_y
-    if base_rows.n_aux == 0:
-        bound = zW @ base_rows.b + rounding_margin(zW * base_rows.b).sum(axis=-1)
-    else:
-        base = region.base if isinstance(region, LocalizedDomain) else region
-        bound = base.support_upper(s)
-    bound = np.where(np.isfinite(bound), bound, np.inf)
+    bound = zW @ base_rows.b + rounding_margin(zW * base_rows.b).sum(axis=-1)
+    bound = np.where(ok & np.isfinite(bound), bound, np.inf)
 
     def fn(v: np.ndarray) -> np.ndarray:
         return np.minimum(bound + ball.support(v - s), ball.support(v))
@@ -159,7 +192,7 @@ def structured_bracket(examples: Examples, block: EpigraphBlock, region: Domain,
                        C: float, batch: ConicBatch, glm: tuple | None,
                        iters: int = 80) -> BracketResult:
     """Certified bracket from a conic batch for a piecewise-linear or smooth-GLM loss."""
-    m, d = w.shape
+    m = w.shape[0]
     y = region.make_feasible(batch.y)
     fval = _loss_values(examples, y)
     dist = np.linalg.norm(w - y, axis=1)
@@ -214,8 +247,15 @@ def generic_bracket(examples: Examples, block: EpigraphBlock, region: Domain, w:
                     C: float, batch: ConicBatch) -> tuple[BracketResult, np.ndarray]:
     """Certified bracket from the repaired conic dual of a generic loss's program.
 
-    Returns the bracket and a boolean array: ``False`` where the repaired dual
-    could not be made feasible (the lower bound is then ``-inf``).
+    The multipliers of the loss rows and of ``U``'s rows are repaired jointly:
+    alternating a least-squares step onto ``{A_auxᵀ z = −c_aux}`` (the columns
+    of auxiliary variables, which are unbounded) with a projection onto
+    ``K*``.  An example is certified only if the final ``z ∈ K*`` leaves an
+    auxiliary residual at rounding level (``≤ 1e-12`` relative); the residual
+    on the ``y`` columns is charged exactly, as ``−σ_U(−r_y)``.
+
+    Returns the bracket and a boolean array: ``False`` where the repair failed
+    (the lower bound is then ``-inf``, never a guess).
     """
     m, d = w.shape
     y = region.make_feasible(batch.y)
@@ -223,49 +263,34 @@ def generic_bracket(examples: Examples, block: EpigraphBlock, region: Domain, w:
     dist = np.linalg.norm(w - y, axis=1)
     upper = fval + C * dist + rounding_margin(fval, C * dist)
     k, nA = block.k, block.n_aux
-    # dual of the coupling cone: z0 = C exactly (t column), vector part -> -g in the C-ball
-    g = clip_to_ball(-batch.z_coupling[:, 1:], C)
-    z_loss = project_dual(batch.z_loss, block.cones)
     rows_U = region.cone_rows()
-    z_U = project_dual(batch.z_region, rows_U.cones)
-    # per-example dense A_loss (k x (d + 1 + nA))
-    n_loc = d + 1 + nA
-    A = np.zeros((m, k, n_loc))
+    kU, nU = rows_U.n_rows, rows_U.n_aux
+    # the coupling cone's multiplier: z0 = C exactly (t column), vector part -> -g in the C-ball
+    g = clip_to_ball(-batch.z_coupling[:, 1:], C)
+    # joint dense rows [loss; U] over columns [y (d) | aux_loss (nA) | aux_U (nU)]
+    ncol = d + nA + nU
+    A = np.zeros((m, k + kU, ncol))
     vals = np.broadcast_to(block.vals, (m, block.rows.size))
-    np.add.at(A, (slice(None), block.rows, block.cols), vals)
-    obj = np.broadcast_to(block.objective, (m, n_loc))
-    aux = np.arange(d + 1, n_loc)
-    ok = np.ones(m, dtype=bool)
-    if nA:
-        # alternate: least-squares correction onto {A_auxᵀ z = −c_aux}, projection onto K*
-        A_aux = A[:, :, aux]
-        pinv = np.linalg.pinv(np.einsum("mkj,mki->mji", A_aux, A_aux))
-        scale = np.abs(obj[:, aux]).sum(axis=1) + 1.0
-        for _ in range(25):
-            resid = obj[:, aux] + np.einsum("mkj,mk->mj", A_aux, z_loss)
-            small = np.abs(resid).sum(axis=1) <= 1e-13 * (
-                scale + np.einsum("mkj,mk->m", np.abs(A_aux), np.abs(z_loss)))
-            if np.all(small):
-                break
-            corr = np.einsum("mkj,mj->mk", A_aux, np.einsum("mji,mi->mj", pinv, resid))
-            z_loss = project_dual(z_loss - corr, block.cones)
-        resid = obj[:, aux] + np.einsum("mkj,mk->mj", A_aux, z_loss)
-        ok &= np.abs(resid).sum(axis=1) <= 1e-12 * (
-            scale + np.einsum("mkj,mk->m", np.abs(A_aux), np.abs(z_loss)))
-        ok &= in_dual(z_loss, block.cones)
-    if rows_U.n_aux:
-        residU = z_U @ rows_U.A_aux
-        ok &= np.abs(residU).sum(axis=1) <= 1e-12 * (1.0 + np.abs(z_U).sum(axis=1))
-    # residual on the y columns: r_y = c_y + A_lossᵀ z_loss + (coupling: -g) + A_Uᵀ z_U
-    r_y = obj[:, :d] + np.einsum("mkj,mk->mj", A[:, :, :d], z_loss) - g + z_U @ rows_U.A_y
-    # tau column (unused by generic blocks) carries c_tau = 0 and no rows
+    loc = np.where(block.cols < d, block.cols, block.cols - 1)  # drop the unused τ column
+    np.add.at(A, (slice(None), block.rows, loc), vals)
+    A[:, k:, :d] = rows_U.A_y
+    if nU:
+        A[:, k:, d + nA:] = rows_U.A_aux
+    bvec = np.concatenate([block.b, np.broadcast_to(rows_U.b, (m, kU))], axis=1)
+    cones = tuple(block.cones) + tuple(rows_U.cones)
+    obj_full = np.broadcast_to(block.objective, (m, d + 1 + nA))
+    c = np.zeros((m, ncol))
+    c[:, :d] = obj_full[:, :d]
+    c[:, d:d + nA] = obj_full[:, d + 1:]
+    z, ok = repair_aux_multipliers(np.concatenate([batch.z_loss, batch.z_region], axis=1),
+                                   A[:, :, d:], c[:, d:], cones)
+    # residual on y: for every feasible (y, aux, t): objective ≥ −bᵀz + <g, w> + r_yᵀ y
+    r_y = c[:, :d] + np.einsum("mkj,mk->mj", A[:, :, :d], z) - g
     sig = support_upper(region, -r_y)
-    dual_const = -np.einsum("mk,mk->m", block.b, z_loss) - z_U @ rows_U.b + block.offset
-    beta = dual_const - sig
+    dual_const = -np.einsum("mk,mk->m", bvec, z) + block.offset
     margin = rounding_margin(sig, block.offset) + 64 * EPS * (
-        np.abs(block.b * z_loss).sum(axis=1) + np.abs(z_U * rows_U.b).sum(axis=1))
-    beta = beta - margin - 64 * EPS * np.linalg.norm(g, axis=1) * np.linalg.norm(w, axis=1)
-    beta = np.where(ok, beta, -np.inf)
+        np.abs(bvec * z).sum(axis=1) + np.linalg.norm(g, axis=1) * np.linalg.norm(w, axis=1))
+    beta = np.where(ok, dual_const - sig - margin, -np.inf)
     gw = np.einsum("md,md->m", g, w)
     lower = np.where(ok, gw + beta, -np.inf)
     return BracketResult(upper=upper, lower=lower, g=g, beta=beta, y=y, pi=np.zeros(m)), ok

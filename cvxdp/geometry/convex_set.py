@@ -93,14 +93,15 @@ class ConvexSet(Domain):
         self._interior = deep_interior_point(self._rows, self.dim, lo, hi)
         self._ball = ((lo + hi) / 2.0, float(np.linalg.norm(hi - lo)) / 2.0)
 
-    def feasibility_tolerance(self) -> float:
-        return 1e-9 * (1.0 + float(np.abs(self._rows.b).max(initial=0.0)))
-
     def contains(self, points: np.ndarray, tol: float = 0.0) -> np.ndarray:
-        """Membership by evaluating the constraints' violation (CVXPY ``violation``)."""
+        """Membership by evaluating each constraint's violation (CVXPY ``violation``) in float64.
+
+        With ``tol = 0`` this is exact membership for the inequality constraints a
+        generic set holds (affine equalities are routed to a polytope part by
+        :func:`~cvxdp.geometry.domain_from_constraints`).
+        """
         p = as_points(points, self.dim)
         flat = p.reshape(-1, self.dim)
-        tol = max(tol, self.feasibility_tolerance())
         out = np.empty(flat.shape[0], dtype=bool)
         for i, pt in enumerate(flat):
             self._w.value = pt.reshape(self._w.shape)

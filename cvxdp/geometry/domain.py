@@ -120,7 +120,9 @@ class Domain(abc.ABC):
             ok = self.contains(center + mid[:, None] * diff, tol)
             lo = np.where(ok, mid, lo)
             hi = np.where(ok, hi, mid)
-        return center + lo[:, None] * diff
+        out = center + lo[:, None] * diff
+        out[ok_full] = targets[ok_full]  # c + (t − c) need not round back to t
+        return out
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(dim={self.dim}, diameter≤{self.diameter:.4g})"

@@ -77,7 +77,8 @@ class Lens(Domain):
         n = np.linalg.norm(yp, axis=-1, keepdims=True)
         # any unit vector orthogonal to e works when y lies on the axis
         fallback = self._perp(np.eye(self.dim)[np.argmin(np.abs(self._e))])
-        fallback /= np.linalg.norm(fallback)
+        nf = np.linalg.norm(fallback)
+        fallback = fallback / nf if nf > 0 else fallback  # d = 1: the circle is empty
         unit = np.where(n > 0, yp / np.where(n > 0, n, 1.0), fallback)
         return self._h + self._rho * unit
 

@@ -18,7 +18,7 @@ from cvxdp._validation import finite_array, positive_finite
 from cvxdp.conic.cones import ConeRows
 from cvxdp.error import DomainError
 from cvxdp.geometry.ball import Ball
-from cvxdp.geometry.domain import EPS, Domain, as_points
+from cvxdp.geometry.domain import Domain, as_points
 from cvxdp.geometry.lens import intersect_balls
 
 
@@ -95,19 +95,6 @@ class LocalizedDomain(Domain):
         scale = max(self.radius, 1e-300)
         return inexact_projection(self.base, self.center, self.radius, points, self.xi * scale)
 
-    def make_feasible(self, points: np.ndarray) -> np.ndarray:
-        # x in W (base.make_feasible), then pull toward the center c ∈ W: the segment stays in W.
-        p = self.base.make_feasible(self.project(points))
-        diff = p - self.center
-        nrm = np.linalg.norm(diff, axis=-1, keepdims=True)
-        scale = np.where(nrm > self.radius, self.radius / np.maximum(nrm, 1e-300) * (1 - 8 * EPS),
-                         1.0)
-        out = self.center + diff * scale
-        bad = ~self.contains(out)
-        if np.any(bad):
-            out[bad] = self.center
-        return out
-
     def support(self, directions: np.ndarray) -> np.ndarray:
         return np.minimum(self.base.support_upper(directions), self.ball.support(directions))
 
@@ -122,7 +109,17 @@ class LocalizedDomain(Domain):
         return self.ball.bounding_ball()
 
     def interior_point(self) -> np.ndarray:
-        return self.center.copy()
+        """A point strictly inside both ``W`` and the ball.
+
+        The center may sit on a facet of ``W``; moving part of the way toward
+        ``W``'s own interior point (and staying within half the radius) gives a
+        point from which :meth:`make_feasible`'s rays can repair a violation of
+        any constraint.
+        """
+        inner = self.base.interior_point()
+        gap = float(np.linalg.norm(inner - self.center))
+        t = 1.0 if gap == 0 else min(1.0, 0.5 * self.radius / gap)
+        return self.center + t * (inner - self.center)
 
     def cone_rows(self) -> ConeRows:
         return ConeRows.stack([self.base.cone_rows(), self.ball.cone_rows()])

@@ -50,8 +50,28 @@ class Polytope(Domain):
         self._ball = ((lo + hi) / 2.0, float(np.linalg.norm(hi - lo)) / 2.0)
 
     def feasibility_tolerance(self) -> float:
-        scale = 1.0 + float(np.max(np.abs(self.b_eq), initial=0.0))
-        return 1e-9 * scale if self.A_eq.shape[0] else 0.0
+        """Rounding-level slack for the equality rows (none without equalities).
+
+        A float point can satisfy ``A_eq y = b_eq`` only up to rounding;
+        :meth:`make_feasible` first projects onto the affine hull exactly (least
+        squares), so the residual is a few ulps of ``|A_eq| |y| + |b_eq|``.
+        """
+        if not self.A_eq.shape[0]:
+            return 0.0
+        lo, hi = self._box
+        reach = float(np.max(np.maximum(np.abs(lo), np.abs(hi)))) if np.all(np.isfinite(lo)) else 1.0
+        row = float(np.max(np.abs(self.A_eq).sum(axis=1)))
+        return 64 * float(np.finfo(float).eps) * (1.0 + row * reach
+                                                  + float(np.max(np.abs(self.b_eq))))
+
+    def make_feasible(self, points: np.ndarray) -> np.ndarray:
+        p = as_points(points, self.dim)
+        if self.A_eq.shape[0]:
+            flat = p.reshape(-1, self.dim)
+            resid = flat @ self.A_eq.T - self.b_eq
+            corr = np.linalg.lstsq(self.A_eq, resid.T, rcond=None)[0].T
+            p = (flat - corr).reshape(p.shape)
+        return super().make_feasible(p)
 
     def contains(self, points: np.ndarray, tol: float = 0.0) -> np.ndarray:
         p = as_points(points, self.dim)
@@ -76,10 +96,11 @@ class Polytope(Domain):
         return vals.reshape(v.shape[:-1])
 
     def support_upper(self, directions: np.ndarray) -> np.ndarray:
-        v = as_points(directions, self.dim).reshape(-1, self.dim)
-        _, z, _ = batched_support(self.cone_rows(), v)
+        v = as_points(directions, self.dim)
+        flat = v.reshape(-1, self.dim)
+        _, z, _ = batched_support(self.cone_rows(), flat)
         c, r = self._ball
-        return dual_support_bound(self.cone_rows(), v, z, c, r)
+        return dual_support_bound(self.cone_rows(), flat, z, c, r).reshape(v.shape[:-1])
 
     @property
     def diameter(self) -> float:

@@ -121,6 +121,9 @@ def _box_from_inf_norm(lhs: cp.Expression, bound: float, w: cp.Variable) -> Doma
             if r < 0:
                 raise EmptyDomainError(f"an infinity norm is bounded by {r} < 0.")
             return Box(-v - r, -v + r)
+    if type(atom).__name__ in ("norm1", "Pnorm", "PnormApprox") and atom.args[0].size == 1 \
+            and atom.args[0].is_affine():
+        atom = cp.abs(atom.args[0])  # a norm of a scalar is its absolute value
     if isinstance(atom, cp.abs) and atom.args[0].is_affine():
         M, v = affine_map(atom.args[0], w)
         if M.shape[0] == M.shape[1] and np.allclose(M, np.eye(M.shape[0])):
@@ -253,7 +256,8 @@ def domain_from_constraints(constraints: Sequence[cp.Constraint], w: cp.Variable
                 continue
             if rhs.is_constant() and rhs.size == 1:
                 bound = float(np.asarray(rhs.value).ravel()[0])
-                found = _norm_ball(lhs, bound, w) or _box_from_inf_norm(lhs, bound, w)
+                found = (_norm_ball(lhs, bound, w) if w.size > 1 else None) or \
+                    _box_from_inf_norm(lhs, bound, w)
                 if found is not None:
                     parts.append(found)
                     continue
@@ -273,6 +277,10 @@ def domain_from_constraints(constraints: Sequence[cp.Constraint], w: cp.Variable
         parts.append(poly)
     if generic:
         parts.append(ConvexSet(generic, w, bounded_elsewhere=bool(parts)))
+    if w.size == 1:
+        # in one dimension every interval is a ball; the ball gets the closed-form paths
+        parts = [Ball((p.lower + p.upper) / 2.0, float(p.upper[0] - p.lower[0]) / 2.0)
+                 if isinstance(p, Box) and p.upper[0] > p.lower[0] else p for p in parts]
     if len(parts) == 1:
         return parts[0]
     if len(parts) == 2 and all(isinstance(p, Ball) for p in parts):

@@ -1,0 +1,37 @@
+"""Shared fixtures: small instances and a high-accuracy CVXPY reference for the extension."""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+import cvxdp
+
+
+def reference_extension(model: cvxdp.Model, region, C: float, queries: np.ndarray,
+                        data: dict) -> np.ndarray:
+    """``f_{C,U}(w_i, z_i)`` by solving each inner problem with CVXPY at tight tolerances."""
+    loss = model.loss
+    w = loss.variable
+    out = np.empty(queries.shape[0])
+    cons = region.constraints(w)
+    for i in range(queries.shape[0]):
+        for name, p in loss.placeholders.items():
+            p.value = np.asarray(data[name])[i]
+        prob = cp.Problem(cp.Minimize(loss.expr + C * cp.norm(queries[i] - w, 2)), cons)
+        prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-11, tol_gap_rel=1e-11, tol_feas=1e-11)
+        out[i] = prob.value
+    return out
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(20261130)
+
+
+def glm_data(rng: np.random.Generator, m: int, d: int, df: float = 3.0) -> dict:
+    """Heavy-tailed features (Student-t) with ±1 labels."""
+    X = rng.standard_t(df, size=(m, d))
+    y = np.where(rng.random(m) < 0.5, -1.0, 1.0)
+    return {"x": X, "y": y}

@@ -1,0 +1,25 @@
+"""The benchmark scripts run in quick mode and report what they measured (no timing asserts)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_oracle_benchmark_quick(tmp_path, capsys):
+    out = tmp_path / "oracle.json"
+    result = _load("bench_oracle").main(["--quick", "--json", str(out)])
+    assert json.loads(out.read_text())["m"] == result["m"] == 2000
+    assert result["max_bracket"] <= 1e-9
+    assert result["ratio"] > 0
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith("ratio ")

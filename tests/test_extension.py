@@ -1,0 +1,234 @@
+"""The certified extension oracle, tested as mathematics.
+
+Every property here is a theorem about ``f_{C,U}`` (DESIGN §2): the bracket
+must contain a high-accuracy reference, the extension lies below ``f`` on ``U``,
+is C-Lipschitz and convex, equals ``f`` where ``f`` is already C-Lipschitz, has
+the closed form ``min(1, C/||a||) f`` for hinge and absolute losses when ``U``
+does not bind, its minorants lie below it everywhere, and its subgradients
+match finite differences at smooth points.
+"""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from conftest import glm_data, reference_extension
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import cvxdp
+from cvxdp.error import DataError, ParameterError, UncertifiableLossError
+from cvxdp.extension import ExtensionSettings, LipschitzExtension
+from cvxdp.geometry import Ball, localize
+
+LOSSES = {
+    "hinge": lambda w: cvxdp.losses.hinge(w),
+    "absolute": lambda w: cvxdp.losses.absolute(w),
+    "pinball": lambda w: cvxdp.losses.pinball(w, 0.25),
+    "huber": lambda w: cvxdp.losses.huber(w, 0.5),
+    "logistic": lambda w: cvxdp.losses.logistic(w),
+    "squared": lambda w: cvxdp.losses.squared(w),
+}
+DOMAINS = {
+    "ball": lambda w: [cp.norm(w, 2) <= 1.0],
+    "box": lambda w: [w >= -0.7, w <= 0.7],
+    "polytope": lambda w: [cp.sum(w) <= 0.5, w >= -0.6, w <= 0.6],
+    "l1-ball": lambda w: [cp.norm(w, 1) <= 1.2],
+}
+
+
+def _setup(loss_name, dom_name, rng, m=12, d=3):
+    w = cp.Variable(d)
+    model = cvxdp.Model(LOSSES[loss_name](w), DOMAINS[dom_name](w))
+    data = glm_data(rng, m, d)
+    return model, data, model.bind(data)
+
+
+def _regions(model, rng):
+    c = model.domain.make_feasible(rng.normal(size=model.dim) * 0.3)
+    return {"W": model.domain, "W∩B": localize(model.domain, c, 0.45)}
+
+
+@pytest.mark.parametrize("dom_name", sorted(DOMAINS))
+@pytest.mark.parametrize("loss_name", sorted(LOSSES))
+def test_bracket_contains_reference_and_meets_tolerance(loss_name, dom_name, rng):
+    model, data, ex = _setup(loss_name, dom_name, rng)
+    for region in _regions(model, rng).values():
+        ext = LipschitzExtension(model, 1.3, region)
+        Q = rng.normal(size=(ex.m, model.dim)) * 0.8
+        ev = ext.evaluate(Q, ex, tolerance=1e-8, require=True)
+        ref = reference_extension(model, region, 1.3, Q, data)
+        slack = 1e-6 * (1 + np.abs(ref))  # accuracy of the CVXPY reference
+        assert np.all(ev.lower <= ref + slack)
+        assert np.all(ev.upper >= ref - slack)
+        assert np.all(ev.lower <= ev.upper)
+        assert np.all(ev.gap <= 1e-8)
+        assert np.all(np.linalg.norm(ev.subgradient, axis=1) <= 1.3 * (1 + 1e-12))
+        assert np.all(region.contains(ev.inner_point, tol=region.feasibility_tolerance()))
+
+
+@pytest.mark.parametrize("loss_name", sorted(LOSSES))
+def test_conic_path_agrees_with_closed_form(loss_name, rng):
+    model, _, ex = _setup(loss_name, "ball", rng, m=15)
+    region = _regions(model, rng)["W∩B"]
+    Q = rng.normal(size=(ex.m, model.dim))
+    fast = LipschitzExtension(model, 0.9, region).evaluate(Q, ex, require=True)
+    slow = LipschitzExtension(model, 0.9, region, ExtensionSettings(closed_form=False)
+                              ).evaluate(Q, ex, require=True)
+    assert set(fast.method) == {"closed-form"}
+    assert set(slow.method) <= {"conic"}
+    assert np.all(fast.lower <= slow.upper) and np.all(slow.lower <= fast.upper)
+
+
+@pytest.mark.parametrize("loss_name", ["hinge", "absolute", "huber", "logistic"])
+def test_extension_below_loss_on_region(loss_name, rng):
+    model, _, ex = _setup(loss_name, "ball", rng, m=40)
+    for region in _regions(model, rng).values():
+        P = region.make_feasible(rng.normal(size=(ex.m, model.dim)))
+        ev = LipschitzExtension(model, 0.7, region).evaluate(P, ex)
+        f = model.loss.values(P, ex)
+        assert np.all(ev.lower <= f + 1e-12 * (1 + np.abs(f)))
+
+
+@pytest.mark.parametrize("loss_name", ["hinge", "pinball", "huber", "squared"])
+def test_lipschitz_and_convex_along_random_segments(loss_name, rng):
+    model, _, ex = _setup(loss_name, "ball", rng, m=30)
+    C = 0.8
+    for region in _regions(model, rng).values():
+        ext = LipschitzExtension(model, C, region)
+        U = rng.normal(size=(ex.m, model.dim)) * 1.5
+        V = rng.normal(size=(ex.m, model.dim)) * 1.5
+        eu, ev_, em = ext.evaluate(U, ex), ext.evaluate(V, ex), ext.evaluate((U + V) / 2, ex)
+        dist = np.linalg.norm(U - V, axis=1)
+        assert np.all(np.abs(eu.value - ev_.value) <= C * dist + eu.gap + ev_.gap + 1e-12)
+        assert np.all(em.lower <= 0.5 * (eu.upper + ev_.upper) + 1e-12)
+
+
+def test_equals_loss_where_loss_is_C_lipschitz(rng):
+    """Hinge with ||x|| ≤ C is C-Lipschitz on U, so f_{C,U} = f there."""
+    model, data, _ = _setup("hinge", "ball", rng, m=30)
+    X = data["x"] / np.maximum(np.linalg.norm(data["x"], axis=1, keepdims=True), 1.0)
+    ex = model.bind({"x": X, "y": data["y"]})
+    for region in _regions(model, rng).values():
+        P = region.make_feasible(rng.normal(size=(ex.m, model.dim)))
+        ev = LipschitzExtension(model, 1.0, region).evaluate(P, ex)
+        f = model.loss.values(P, ex)
+        assert np.all(ev.lower <= f + 1e-12) and np.all(ev.upper >= f - 1e-10)
+
+
+@pytest.mark.parametrize("loss_name", ["hinge", "absolute"])
+def test_closed_form_scaling_when_region_does_not_bind(loss_name, rng):
+    """On a region large enough not to bind, f_C = min(1, C/||a||) f for hinge and |·|."""
+    d = 3
+    w = cp.Variable(d)
+    model = cvxdp.Model(LOSSES[loss_name](w), [cp.norm(w) <= 50.0])
+    data = glm_data(rng, 40, d)
+    ex = model.bind(data)
+    Q = rng.normal(size=(ex.m, d))
+    C = 0.9
+    ev = LipschitzExtension(model, C).evaluate(Q, ex)
+    f = model.loss.values(Q, ex)
+    scale = np.minimum(1.0, C / np.linalg.norm(data["x"], axis=1))
+    assert np.allclose(ev.value, scale * f, atol=1e-10, rtol=1e-10)
+
+
+@pytest.mark.parametrize("loss_name", sorted(LOSSES))
+def test_minorants_below_extension_everywhere(loss_name, rng):
+    model, data, ex = _setup(loss_name, "box", rng, m=10)
+    region = _regions(model, rng)["W∩B"]
+    ext = LipschitzExtension(model, 1.1, region)
+    ev = ext.evaluate(rng.normal(size=(ex.m, model.dim)), ex)
+    for _ in range(3):
+        P = rng.normal(size=(ex.m, model.dim)) * 2
+        at_p = ext.evaluate(P, ex)
+        assert np.all(ev.minorant(P) <= at_p.upper + 1e-12)
+    ref_pts = rng.normal(size=(ex.m, model.dim))
+    ref = reference_extension(model, region, 1.1, ref_pts, data)
+    assert np.all(ev.minorant(ref_pts) <= ref + 1e-7)
+
+
+@pytest.mark.parametrize("loss_name", ["hinge", "logistic", "huber", "squared"])
+def test_subgradient_matches_central_differences(loss_name, rng):
+    model, _, ex = _setup(loss_name, "ball", rng, m=20)
+    region = _regions(model, rng)["W∩B"]
+    ext = LipschitzExtension(model, 1.2, region)
+    Q = rng.normal(size=(ex.m, model.dim))
+    ev = ext.evaluate(Q, ex)
+    h = 1e-5
+    for j in range(model.dim):
+        e = np.zeros(model.dim)
+        e[j] = h
+        fd = (ext.evaluate(Q + e, ex).value - ext.evaluate(Q - e, ex).value) / (2 * h)
+        assert np.allclose(fd, ev.subgradient[:, j], atol=2e-5)
+
+
+def test_generic_loss_through_conic_dual(rng):
+    d = 3
+    w = cp.Variable(d)
+    x = cp.Parameter(d, name="x")
+    loss = cvxdp.Loss(cp.log_sum_exp(cp.hstack([x @ w, 2 * w[0], 0])), w, data=[x])
+    model = cvxdp.Model(loss, [cp.norm(w, 1) <= 1.5])
+    data = {"x": rng.standard_t(3, size=(8, d))}
+    ex = model.bind(data)
+    ext = LipschitzExtension(model, 1.0)
+    assert ext.certification == "conic dual"
+    Q = rng.normal(size=(8, d))
+    ev = ext.evaluate(Q, ex, tolerance=1e-7, require=True)
+    assert set(ev.method) == {"conic-dual"}
+    ref = reference_extension(model, model.domain, 1.0, Q, data)
+    assert np.all(ev.lower <= ref + 1e-7) and np.all(ev.upper >= ref - 1e-7)
+
+
+def test_uncertifiable_loss_is_refused():
+    w = cp.Variable(2)
+    x = cp.Parameter(2, name="x")
+    s = cp.Parameter(nonneg=True, name="s")
+    loss = cvxdp.Loss(s * cp.log_sum_exp(cp.hstack([x @ w, 0])), w, data=[x, s])
+    model = cvxdp.Model(loss, [cp.norm(w) <= 1])
+    with pytest.raises(UncertifiableLossError, match="DPP"):
+        LipschitzExtension(model, 1.0)
+
+
+def test_bad_oracle_inputs(rng):
+    model, _, ex = _setup("hinge", "ball", rng, m=5)
+    for C in (0.0, -1.0, np.nan, np.inf, "1"):
+        with pytest.raises(ParameterError):
+            LipschitzExtension(model, C)
+    ext = LipschitzExtension(model, 1.0)
+    with pytest.raises(DataError):
+        ext.evaluate(np.full(model.dim, np.nan), ex)
+    with pytest.raises(DataError):
+        ext.evaluate(np.zeros(model.dim + 1), ex)
+    with pytest.raises(ParameterError):
+        ext.evaluate(np.zeros(model.dim), ex, tolerance=0.0)
+
+
+@settings(max_examples=20, deadline=None)
+@given(d=st.integers(1, 5), C=st.floats(0.05, 5.0), r=st.floats(0.05, 2.0),
+       loss_name=st.sampled_from(sorted(LOSSES)), seed=st.integers(0, 2**31 - 1))
+def test_random_instances_bracket_reference(d, C, r, loss_name, seed):
+    rng = np.random.default_rng(seed)
+    w = cp.Variable(d)
+    model = cvxdp.Model(LOSSES[loss_name](w), [cp.norm(w, 2) <= 1.0])
+    data = glm_data(rng, 4, d, df=2.5)
+    ex = model.bind(data)
+    center = model.domain.make_feasible(rng.normal(size=d))
+    region = localize(model.domain, center, r)
+    Q = rng.normal(size=(4, d)) * 2
+    ev = LipschitzExtension(model, C, region).evaluate(Q, ex, tolerance=1e-8, require=True)
+    ref = reference_extension(model, region, C, Q, data)
+    assert np.all(ev.lower <= ref + 1e-6 * (1 + abs(ref)))
+    assert np.all(ev.upper >= ref - 1e-6 * (1 + abs(ref)))
+    P = rng.normal(size=(4, d)) * 2
+    assert np.all(ev.minorant(P) <= LipschitzExtension(model, C, region).evaluate(P, ex).upper
+                  + 1e-12)
+
+
+def test_single_query_point_broadcasts(rng):
+    model, _, ex = _setup("hinge", "ball", rng, m=7)
+    ext = LipschitzExtension(model, 1.0, Ball(np.zeros(model.dim), 1.0))
+    q = rng.normal(size=model.dim)
+    a = ext.evaluate(q, ex)
+    b = ext.evaluate(np.tile(q, (ex.m, 1)), ex)
+    assert np.allclose(a.upper, b.upper) and np.allclose(a.lower, b.lower)

@@ -1,0 +1,211 @@
+"""Geometry: recognition, projections (optimality conditions), support functions, Lemma 2.7."""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cvxdp.error import DomainError, EmptyDomainError, UnboundedDomainError
+from cvxdp.geometry import (
+    Ball,
+    Box,
+    ConvexSet,
+    Ellipsoid,
+    Intersection,
+    Lens,
+    LocalizedDomain,
+    Polytope,
+    Simplex,
+    domain_from_constraints,
+    inexact_projection,
+    intersect_balls,
+    localize,
+)
+
+D = 4
+
+
+def _w() -> cp.Variable:
+    return cp.Variable(D)
+
+
+CASES = {
+    "ball": lambda w: [cp.norm(w - 0.5, 2) <= 1.5],
+    "box": lambda w: [w >= -1, w <= np.arange(1, D + 1)],
+    "inf-norm": lambda w: [cp.norm(w, "inf") <= 2],
+    "ellipsoid": lambda w: [cp.quad_form(w, np.diag([1.0, 2.0, 3.0, 4.0])) <= 1],
+    "simplex": lambda w: [w >= 0, cp.sum(w) == 2],
+    "full-simplex": lambda w: [w >= 0, cp.sum(w) <= 2],
+    "polytope": lambda w: [np.ones((1, D)) @ w <= 1, w >= -0.5, w <= 0.8],
+    "lens": lambda w: [cp.norm(w) <= 1, cp.norm(w - 0.8) <= 1],
+    "ball-and-halfspace": lambda w: [cp.norm(w) <= 1, w[0] >= 0.2],
+    "generic": lambda w: [cp.norm(w, 1) <= 2],
+}
+KINDS = {
+    "ball": Ball, "box": Box, "inf-norm": Box, "ellipsoid": Ellipsoid, "simplex": Simplex,
+    "full-simplex": Simplex, "polytope": Polytope, "lens": Lens,
+    "ball-and-halfspace": Intersection, "generic": ConvexSet,
+}
+
+
+def _reference_projection(cons_fn, y: np.ndarray) -> np.ndarray:
+    x = cp.Variable(y.shape[0])
+    prob = cp.Problem(cp.Minimize(cp.norm(x - y, 2)), cons_fn(x))
+    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    return x.value
+
+
+def _reference_support(cons_fn, v: np.ndarray) -> float:
+    x = cp.Variable(D)
+    prob = cp.Problem(cp.Maximize(v @ x), cons_fn(x))
+    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    return float(prob.value)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_recognized_kind(name):
+    w = _w()
+    assert isinstance(domain_from_constraints(CASES[name](w), w), KINDS[name])
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_projection_matches_reference_and_is_feasible(name, rng):
+    w = _w()
+    dom = domain_from_constraints(CASES[name](w), w)
+    Y = rng.normal(size=(6, D)) * 2.5
+    P = dom.project(Y)
+    F = dom.make_feasible(Y)
+    assert np.all(dom.contains(F, tol=dom.feasibility_tolerance()))
+    for y, p in zip(Y, P, strict=True):
+        ref = _reference_projection(dom.constraints, y)
+        # the CVXPY reference itself is only accurate to ~1e-6 on curved sets; exactness of
+        # the closed forms is checked by test_projection_optimality_condition
+        tol = 2e-5 if dom.support_is_exact else 1e-4
+        assert np.linalg.norm(p - ref) <= tol
+
+
+@pytest.mark.parametrize("name", ["ball", "box", "ellipsoid", "simplex", "full-simplex", "lens"])
+def test_projection_optimality_condition(name, rng):
+    """p = Π_K(y) iff p ∈ K and <y − p, p> = σ_K(y − p) (p maximizes <y − p, ·> over K)."""
+    w = _w()
+    dom = domain_from_constraints(CASES[name](w), w)
+    Y = rng.normal(size=(50, D)) * 3
+    P = dom.project(Y)
+    assert np.all(dom.contains(P, tol=1e-12))
+    lhs = np.einsum("nd,nd->n", Y - P, P)
+    rhs = dom.support(Y - P)
+    assert np.all(np.abs(lhs - rhs) <= 1e-9 * (1 + np.abs(rhs)))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_support_function(name, rng):
+    w = _w()
+    dom = domain_from_constraints(CASES[name](w), w)
+    V = rng.normal(size=(5, D))
+    for v in V:
+        ref = _reference_support(CASES[name], v)
+        up = float(dom.support_upper(v))
+        assert up >= ref - 1e-7
+        if dom.support_is_exact:
+            assert abs(float(dom.support(v)) - ref) <= 1e-7 * (1 + abs(ref))
+    # σ(v) ≥ <v, z> for points z of the set
+    Z = dom.make_feasible(rng.normal(size=(200, D)) * 3)
+    S = dom.support_upper(V)
+    assert np.all(S[:, None] >= V @ Z.T - 1e-9)
+
+
+def test_exact_diameters():
+    assert Ball(np.zeros(3), 2.0).diameter == 4.0
+    assert np.isclose(Box(-np.ones(3), np.ones(3)).diameter, 2 * np.sqrt(3))
+    assert np.isclose(Ellipsoid(np.zeros(2), np.diag([1.0, 4.0])).diameter, 2.0)
+    assert np.isclose(Simplex(3, 2.0).diameter, 2 * np.sqrt(2))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_diameter_upper_bounds_pairwise_distances(name, rng):
+    w = _w()
+    dom = domain_from_constraints(CASES[name](w), w)
+    Z = dom.make_feasible(rng.normal(size=(300, D)) * 5)
+    dmax = np.max(np.linalg.norm(Z[:, None] - Z[None], axis=-1))
+    assert dom.diameter >= dmax - 1e-9
+
+
+def test_lens_cases():
+    big = Ball(np.zeros(3), 2.0)
+    assert isinstance(intersect_balls(big, Ball(np.full(3, 0.1), 0.5)), Ball)
+    assert isinstance(intersect_balls(big, Ball(np.array([1.5, 0, 0]), 1.0)), Lens)
+    with pytest.raises(EmptyDomainError):
+        intersect_balls(big, Ball(np.array([5.0, 0, 0]), 1.0))
+
+
+@pytest.mark.parametrize("xi", [1e-2, 1e-5])
+@pytest.mark.parametrize("base", ["box", "ellipsoid", "simplex"])
+def test_lemma_2_7_projection_within_xi(base, xi, rng):
+    """Π̃^ξ_{W ∩ B(c, r)}(y) lies in W ∩ B(c, r) and within ξ of the exact projection."""
+    w = _w()
+    W = domain_from_constraints(CASES[base](w), w)
+    c = W.make_feasible(rng.normal(size=D) * 0.3)
+    r = 0.4
+    Y = rng.normal(size=(5, D)) * 3
+    P = inexact_projection(W, c, r, Y, xi)
+    assert np.all(W.contains(P, tol=W.feasibility_tolerance()))
+    assert np.all(np.linalg.norm(P - c, axis=1) <= r * (1 + 1e-12))
+
+    def cons(x):
+        return [*CASES[base](x), cp.norm(x - c, 2) <= r]
+
+    for y, p in zip(Y, P, strict=True):
+        assert np.linalg.norm(p - _reference_projection(cons, y)) <= xi + 1e-6
+
+
+def test_localize_representations(rng):
+    W = Ball(np.zeros(D), 1.0)
+    assert localize(W, np.zeros(D), np.inf) is W
+    assert isinstance(localize(W, np.zeros(D), 0.3), Ball)
+    assert isinstance(localize(W, np.array([0.9, 0, 0, 0]), 0.5), Lens)
+    B = Box(-np.ones(D), np.ones(D))
+    U = localize(B, np.full(D, 0.9), 0.5)
+    assert isinstance(U, LocalizedDomain)
+    assert U.diameter <= 1.0
+    with pytest.raises(DomainError):
+        localize(W, np.full(D, 3.0), 0.5)
+
+
+@pytest.mark.parametrize("cons_fn, error", [
+    (lambda w: [w >= 0], UnboundedDomainError),
+    (lambda w: [], UnboundedDomainError),
+    (lambda w: [w >= 1, w <= 0], EmptyDomainError),
+    (lambda w: [cp.norm(w) <= -1], EmptyDomainError),
+    (lambda w: [cp.sum(w) >= 5, cp.norm(w) <= 1], EmptyDomainError),
+    (lambda w: [cp.norm(w) >= 1, cp.norm(w) <= 2], DomainError),
+    (lambda w: [cp.norm(w) <= cp.Parameter(nonneg=True, value=1.0)], DomainError),
+    (lambda w: [cp.norm(w - cp.Variable(D)) <= 1], DomainError),
+])
+def test_bad_domains(cons_fn, error):
+    w = _w()
+    with pytest.raises(error) as info:
+        domain_from_constraints(cons_fn(w), w)
+    assert len(str(info.value)) > 20  # the message explains the problem
+
+
+@settings(max_examples=25, deadline=None)
+@given(d=st.integers(1, 6), r1=st.floats(0.2, 3.0), r2=st.floats(0.2, 3.0),
+       gap=st.floats(0.0, 1.0), seed=st.integers(0, 10_000))
+def test_lens_projection_property(d, r1, r2, gap, seed):
+    """Random lenses: the closed-form projection meets the variational inequality."""
+    rng = np.random.default_rng(seed)
+    c2 = rng.normal(size=d)
+    c2 *= gap * (r1 + r2) / max(np.linalg.norm(c2), 1e-12)
+    try:
+        U = intersect_balls(Ball(np.zeros(d), r1), Ball(c2, r2))
+    except EmptyDomainError:
+        return
+    Y = rng.normal(size=(20, d)) * 3
+    P = U.project(Y)
+    assert np.all(U.contains(P, tol=1e-9))
+    Z = U.make_feasible(rng.normal(size=(100, d)) * 3)
+    # <y − p, z − p> ≤ 0 for every z in U
+    assert np.all(np.einsum("nd,nkd->nk", Y - P, Z[None] - P[:, None]) <= 1e-8)

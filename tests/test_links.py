@@ -1,0 +1,81 @@
+"""Scalar links: conjugates satisfy Fenchel–Young, derivatives bracket finite differences."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cvxdp.links import HuberLink, LogisticLink, PiecewiseLinearLink, SquareLink
+
+LINKS = {
+    "hinge": PiecewiseLinearLink(np.array([[0.0, 1.0]]), np.array([[0.0, 0.0]])),
+    "absolute": PiecewiseLinearLink(np.array([[-1.0, 1.0]]), np.array([[0.0, 0.0]])),
+    "pinball": PiecewiseLinearLink(np.array([[0.3, -0.7]]), np.array([[0.1, -0.2]])),
+    "three-piece": PiecewiseLinearLink(np.array([[-2.0, 0.5, 3.0]]), np.array([[1.0, 0.0, -4.0]])),
+    "huber": HuberLink(0.8, 1.5),
+    "square": SquareLink(0.7),
+    "logistic": LogisticLink(2.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LINKS))
+def test_fenchel_young(name, rng):
+    """φ(u) + φ*(π) ≥ π u for all (u, π), with equality at π ∈ ∂φ(u)."""
+    link = LINKS[name]
+    lo, hi = link.dual_domain()
+    lo = float(np.max(lo)) if np.isfinite(np.max(lo)) else -5.0
+    hi = float(np.min(hi)) if np.isfinite(np.min(hi)) else 5.0
+    u = rng.normal(size=500) * 3
+    pi = rng.uniform(lo, hi, size=500)
+    assert np.all(link.value(u) + link.conjugate(pi) >= pi * u - 1e-12 * (1 + np.abs(pi * u)))
+    dl, dr = link.derivative_bounds(u)
+    for p in (dl, dr, 0.5 * (dl + dr)):
+        assert np.allclose(link.value(u) + link.conjugate(p), p * u, atol=1e-10, rtol=1e-10)
+
+
+@pytest.mark.parametrize("name", sorted(LINKS))
+def test_conjugate_is_infinite_outside_domain(name):
+    link = LINKS[name]
+    lo, hi = link.dual_domain()
+    if np.isfinite(np.max(hi)):
+        assert np.isinf(link.conjugate(np.array([float(np.max(hi)) + 0.1]))).all()
+    if np.isfinite(np.min(lo)):
+        assert np.isinf(link.conjugate(np.array([float(np.min(lo)) - 0.1]))).all()
+
+
+@pytest.mark.parametrize("name", sorted(LINKS))
+def test_derivatives_bracket_finite_differences(name, rng):
+    link = LINKS[name]
+    u = rng.normal(size=200) * 3
+    h = 1e-6
+    fd_right = (link.value(u + h) - link.value(u)) / h
+    fd_left = (link.value(u) - link.value(u - h)) / h
+    dl, dr = link.derivative_bounds(u)
+    assert np.all(fd_left >= dl - 1e-4) and np.all(fd_right <= dr + 1e-4)
+
+
+def test_lipschitz_bound_on_interval(rng):
+    for link in LINKS.values():
+        lo = rng.normal(size=50)
+        hi = lo + rng.uniform(0, 3, size=50)
+        L = link.lipschitz_on(lo, hi)
+        t = rng.uniform(size=(50, 20))
+        pts = lo[:, None] + t * (hi - lo)[:, None]
+        vals = link.value(pts.ravel()).reshape(pts.shape) if not isinstance(
+            link, PiecewiseLinearLink) else np.stack([link.value(pts[:, j]) for j in range(20)], 1)
+        slopes = np.abs(np.diff(vals, axis=1)) / np.maximum(np.abs(np.diff(pts, axis=1)), 1e-12)
+        assert np.all(slopes <= L[:, None] + 1e-6)
+
+
+def test_piecewise_kinks_are_breakpoints():
+    link = LINKS["three-piece"]
+    kinks = link.kinks()[0]
+    vals = link._pieces(kinks)[0] if kinks.ndim == 1 else None
+    assert vals is None or vals.shape[0] == kinks.shape[0]
+    # at each true kink two pieces tie at the maximum
+    for k in kinks[np.isfinite(kinks)]:
+        pieces = LINKS["three-piece"].slopes[0] * k + LINKS["three-piece"].intercepts[0]
+        top = np.sort(pieces)[-2:]
+        if np.isclose(link.value(np.array([k]))[0], top[-1]):
+            continue
+        raise AssertionError("kink not on the envelope")

@@ -1,0 +1,175 @@
+"""The declarative loss: checks, data binding, structure recognition, batched evaluation."""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import cvxdp
+from cvxdp.error import DataError, ModelError, NonConvexLossError
+from cvxdp.evaluation import UnsupportedAtom, evaluate, evaluate_per_example
+from cvxdp.links import HuberLink, LogisticLink, PiecewiseLinearLink, SquareLink
+
+
+def _xy(d=3):
+    w = cp.Variable(d)
+    return w, cp.Parameter(d, name="x"), cp.Parameter(name="y")
+
+
+def _reference(expr, leaves, m):
+    return evaluate_per_example(expr, leaves, m)
+
+
+@pytest.mark.parametrize("make, kind", [
+    (lambda w, x, y: cp.pos(1 - y * (x @ w)), "piecewise-linear"),
+    (lambda w, x, y: cp.abs(y - x @ w), "piecewise-linear"),
+    (lambda w, x, y: cp.maximum(0.2 * (y - x @ w), -0.8 * (y - x @ w)), "piecewise-linear"),
+    (lambda w, x, y: 0.5 * cp.abs(y - x @ w) + 0.3 * (y - x @ w), "piecewise-linear"),
+    (lambda w, x, y: cp.neg(x @ w - y), "piecewise-linear"),
+    (lambda w, x, y: cp.max(cp.hstack([x @ w, y * w[0], 1 - w[1]])), "piecewise-linear"),
+    (lambda w, x, y: cp.huber(y - x @ w, 2.0), "smooth-glm"),
+    (lambda w, x, y: 3 * cp.square(y - x @ w), "smooth-glm"),
+    (lambda w, x, y: cp.logistic(-y * (x @ w)), "smooth-glm"),
+    (lambda w, x, y: cp.log_sum_exp(cp.hstack([x @ w, y * w[0]])), "generic"),
+    (lambda w, x, y: cp.norm(w - x, 2), "generic"),
+])
+def test_structure_recognition_and_numeric_form(make, kind, rng):
+    w, x, y = _xy()
+    expr = make(w, x, y)
+    loss = cvxdp.Loss(expr, w, data=[x, y])
+    assert loss.structure.kind == kind
+    m = 25
+    X, Y = rng.standard_t(3, size=(m, 3)), np.sign(rng.normal(size=m))
+    ex = loss.bind({"x": X, "y": Y})
+    P = rng.normal(size=(m, 3))
+    ref = _reference(expr, {w: P, x: X, y: Y}, m)
+    assert np.allclose(loss.values(P, ex), ref, atol=1e-12)
+    if kind == "piecewise-linear":
+        A, b = ex.pieces()
+        assert np.allclose(np.max(np.einsum("mjd,md->mj", A, P) + b, axis=1), ref, atol=1e-12)
+    glm = ex.glm()
+    if glm is not None:
+        a, b, link = glm
+        assert np.allclose(link.value(np.einsum("md,md->m", a, P) + b), ref, atol=1e-12)
+
+
+def test_glm_links_of_canned_losses():
+    w = cp.Variable(2)
+    rng = np.random.default_rng(0)
+    data = {"x": rng.normal(size=(4, 2)), "y": np.array([1.0, -1.0, 1.0, -1.0])}
+    expect = {
+        "hinge": PiecewiseLinearLink, "absolute": PiecewiseLinearLink,
+        "pinball": PiecewiseLinearLink, "affine": PiecewiseLinearLink, "huber": HuberLink,
+        "squared": SquareLink, "logistic": LogisticLink,
+    }
+    for name, cls in expect.items():
+        loss = getattr(cvxdp.losses, name)(w)
+        assert isinstance(loss.bind(data).glm()[2], cls), name
+
+
+def test_max_affine_loss(rng):
+    w = cp.Variable(3)
+    loss = cvxdp.losses.max_affine(w, 4)
+    A, b = rng.normal(size=(6, 4, 3)), rng.normal(size=(6, 4))
+    ex = loss.bind({"A": A, "b": b})
+    P = rng.normal(size=(6, 3))
+    assert np.allclose(loss.values(P, ex), np.max(np.einsum("mjd,md->mj", A, P) + b, axis=1))
+    assert ex.glm() is None  # pieces are not parallel
+
+
+@pytest.mark.parametrize("make, error", [
+    (lambda w, x, y: -cp.abs(x @ w), NonConvexLossError),
+    (lambda w, x, y: cp.sqrt(cp.abs(x @ w) + 1), NonConvexLossError),
+    (lambda w, x, y: y * cp.abs(x @ w), NonConvexLossError),
+    (lambda w, x, y: cp.abs(y) + 1, ModelError),
+    (lambda w, x, y: cp.abs(x @ w - cp.Variable()), ModelError),
+    (lambda w, x, y: cp.abs(x @ w) + cp.Parameter(name="z", value=1.0), ModelError),
+    (lambda w, x, y: cp.abs(x * y - w), ModelError),
+])
+def test_bad_losses(make, error):
+    w, x, y = _xy()
+    with pytest.raises(error) as info:
+        cvxdp.Loss(make(w, x, y), w, data=[x, y])
+    assert len(str(info.value)) > 30
+
+
+def test_bad_variable_and_expression():
+    with pytest.raises(ModelError):
+        cvxdp.Loss(cp.abs(cp.sum(cp.Variable((2, 2)))), cp.Variable((2, 2)))
+    with pytest.raises(ModelError):
+        cvxdp.Loss("not an expression", cp.Variable(2))
+
+
+@pytest.mark.parametrize("data, message", [
+    ({"x": np.ones((4, 3))}, "no data"),
+    ({"x": np.ones((4, 3)), "y": np.ones(5)}, "examples"),
+    ({"x": np.ones((4, 2)), "y": np.ones(4)}, "shape"),
+    ({"x": np.full((4, 3), np.nan), "y": np.ones(4)}, "NaN"),
+    ({"x": np.full((4, 3), np.inf), "y": np.ones(4)}, "infinite"),
+    ({"x": np.ones((0, 3)), "y": np.ones(0)}, "empty"),
+    ({"x": np.ones((4, 3)), "y": np.ones(4), "z": np.ones(4)}, "unknown"),
+    ({"x": [["a"] * 3] * 4, "y": np.ones(4)}, "numeric"),
+    ({"x": np.ones((4, 3)) + 1j, "y": np.ones(4)}, "real"),
+    ({"x": np.ones((4, 3)), "y": np.array([1.0, 0.0, 1.0, -1.0])}, "labels"),
+    ({"x": np.ones(3), "y": 1.0}, "shape"),
+])
+def test_bad_data(data, message):
+    w = cp.Variable(3)
+    loss = cvxdp.losses.hinge(w)
+    with pytest.raises(DataError, match=message):
+        loss.bind(data)
+
+
+def test_parameter_attributes_are_enforced():
+    w = cp.Variable(2)
+    s = cp.Parameter(nonneg=True, name="s")
+    x = cp.Parameter(2, name="x")
+    loss = cvxdp.Loss(s * cp.abs(x @ w), w, data=[x, s])
+    with pytest.raises(DataError, match="nonneg"):
+        loss.bind({"x": np.ones((3, 2)), "s": np.array([1.0, -1.0, 2.0])})
+
+
+def test_unsupported_atom_falls_back_to_cvxpy(rng):
+    w, x, y = _xy(2)
+    expr = cp.kl_div(x @ w + 10, 1) + cp.abs(y)
+    with pytest.raises(UnsupportedAtom):
+        evaluate(expr, {w: np.zeros((1, 2)), x: np.ones((1, 2)), y: np.ones(1)})
+    loss = cvxdp.Loss(expr, w, data=[x, y])
+    X, Y = rng.normal(size=(5, 2)), rng.normal(size=5)
+    P = rng.normal(size=(5, 2))
+    ex = loss.bind({"x": X, "y": Y})
+    assert np.allclose(loss.values(P, ex), _reference(expr, {w: P, x: X, y: Y}, 5))
+
+
+ATOMS = [
+    lambda w, X, v: cp.sum(cp.abs(X @ w - v)),
+    lambda w, X, v: cp.max(X @ w) + cp.min(X @ w - v),
+    lambda w, X, v: cp.norm(X @ w, 1) + cp.norm(X @ w - v, "inf") + cp.norm(X.T @ v - w, 3),
+    lambda w, X, v: cp.sum_squares(X @ w) / 3 + cp.quad_over_lin(w, 2.0),
+    lambda w, X, v: cp.log_sum_exp(cp.hstack([X @ w, v])) + cp.sum_largest(X @ w, 2),
+    lambda w, X, v: cp.sum(cp.huber(X @ w - v, 0.5)) + cp.sum(cp.logistic(X @ w)),
+    lambda w, X, v: cp.quad_form(w, np.diag([1.0, 2.0, 3.0])) + cp.sum(cp.exp(w)),
+    lambda w, X, v: cp.sum(cp.maximum(X @ w, v, 0)) - cp.sum(cp.minimum(w, 1)),
+    lambda w, X, v: cp.sum(cp.multiply(v, X @ w)) + cp.sum(cp.vstack([w, w])[1, :]),
+    lambda w, X, v: cp.sum(cp.reshape(cp.hstack([w, w]), (2, 3), order="F")[1]) + (X @ w)[0],
+    lambda w, X, v: cp.sum(cp.power(cp.abs(X @ w) + 1, 1.5)) + cp.sum(cp.inv_pos(w[0] + 5)),
+]
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), which=st.integers(0, len(ATOMS) - 1),
+       m=st.integers(1, 6))
+def test_batched_evaluation_matches_cvxpy(seed, which, m):
+    rng = np.random.default_rng(seed)
+    w = cp.Variable(3)
+    X = cp.Parameter((2, 3))
+    v = cp.Parameter(2)
+    expr = ATOMS[which](w, X, v)
+    leaves = {w: rng.normal(size=(m, 3)), X: rng.normal(size=(m, 2, 3)),
+              v: rng.normal(size=(m, 2))}
+    batched = evaluate(expr, leaves).reshape(-1)
+    assert np.allclose(np.broadcast_to(batched, (m,)), _reference(expr, leaves, m).reshape(-1),
+                       rtol=1e-12, atol=1e-12)

@@ -1,0 +1,5 @@
+"""``python -m cvxdp demo``."""
+
+from cvxdp.cli import main
+
+raise SystemExit(main())

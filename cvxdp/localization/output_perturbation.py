@@ -1,0 +1,77 @@
+"""Algorithm 2 — Localized-OutputPert.
+
+Given a public set ``U = W ∩ B(c, r)`` with diameter at most ``R``:
+
+1. ``w̃`` ← a *certified* ``α``-minimizer of ``F_{C,U,λ}`` over ``U``
+   (:func:`~cvxdp.erm.solver.solve_certified`; an uncertified point is never
+   released — the solver refines or raises);
+2. the ledger is charged ``ε_j`` for the batch *before* any noise is drawn;
+3. ``w_loc = Π_W(w̃ + b)``, ``b`` ℓ2-Laplace with the profile's public scale;
+4. ``U⁺ = W ∩ B(w_loc, R⁺)`` with the profile's public radius.
+
+Privacy: ε_j-DP for the batch by the profile's sensitivity argument (see
+:meth:`TightProfile.plan <cvxdp.localization.profiles.TightProfile.plan>`); the
+projection onto ``W`` is post-processing.  Only ``w_loc`` and public
+constants leave this function; ``w̃`` and ``b`` do not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cvxdp.erm.problem import ERMCertificate, RegularizedERM
+from cvxdp.erm.solver import ERMSettings, solve_certified
+from cvxdp.ledger import PrivacyLedger
+from cvxdp.localization.profiles import Profile, RoundPlan
+from cvxdp.mechanisms import L2LaplaceMechanism
+from cvxdp.random import NoiseSource
+
+
+@dataclass
+class LocalizationStep:
+    """The public record of one Algorithm 2 call (plus the data-dependent certificate).
+
+    ``certificate`` holds the certified gap and timings: diagnostics that depend
+    on the data and are *not* covered by the privacy guarantee — keep them out
+    of anything you publish.
+    """
+
+    phase: int
+    group: int
+    round: int
+    m: int
+    radius: float
+    lam: float
+    epsilon: float
+    beta: float
+    plan: RoundPlan
+    center: np.ndarray
+    certificate: ERMCertificate
+
+    @property
+    def radius_plus(self) -> float:
+        return self.plan.radius_plus
+
+
+def localized_output_perturbation(problem: RegularizedERM, *, epsilon: float, beta: float, radius: float,
+                                  plan: RoundPlan, ledger: PrivacyLedger, batch: str,
+                                  batch_indices: np.ndarray, source: NoiseSource,
+                                  erm: ERMSettings | None = None, phase: int = 0, group: int = 0,
+                                  round_index: int = 0) -> LocalizationStep:
+    """Run Algorithm 2 on ``problem`` (whose ``region`` is ``U`` and ``C`` is ``plan.C``)."""
+    w_tilde, cert = solve_certified(problem, plan.alpha, erm)
+    mech = L2LaplaceMechanism(plan.sensitivity, plan.sensitivity / plan.noise_scale, problem.dim)
+    ledger.charge(epsilon, batch_indices, mechanism="localized output perturbation", batch=batch,
+                  sensitivity=plan.sensitivity, noise_scale=plan.noise_scale,
+                  note=f"phase {phase} group {group} round {round_index}, C={plan.C:.3g}")
+    noisy = mech.perturb(w_tilde, source)
+    del w_tilde
+    w_loc = problem.model.domain.make_feasible(problem.model.domain.project(noisy))
+    return LocalizationStep(phase=phase, group=group, round=round_index, m=problem.m, radius=radius,
+                            lam=problem.lam, epsilon=epsilon, beta=beta, plan=plan, center=w_loc,
+                            certificate=cert)
+
+
+__all__ = ["LocalizationStep", "Profile", "localized_output_perturbation"]

@@ -1,0 +1,137 @@
+"""Algorithm 1 — population localization (after Asi–Liu–Tian 2024 and Feldman–Koren–Talwar 2020).
+
+Reduces stochastic convex optimization to a sequence of regularized ERMs on
+*disjoint* batches:
+
+* phases ``t = 1..T`` use ``n_t = ⌊n/2^t⌋`` fresh examples (a public random
+  partition; ``T`` as large as the per-call minimum size allows);
+* regularization ``λ_t = 8^{t−1} λ₁`` with
+  ``λ₁ = (1/D)[G_k (d/(nε))^{1−1/k} + G_2/√n]`` (times a public ``scale``);
+* center ``w₀`` = the previous phase's output (first: the center of ``W``);
+* each phase's batch is split into ``J`` groups; Algorithm 3 runs on each and
+  the output is a candidate with more than ``J/2`` others within ``2 r_t``
+  (majority-vote boosting; ``r_t`` the public final radius), else the one with
+  most neighbours.
+
+Privacy: every example belongs to one group of one phase, each Algorithm 3 call
+is ε-DP for its group, and the later phases only see earlier *outputs* — so
+by parallel composition over disjoint batches (which holds adaptively) the
+whole run is ε-DP.  The boosting vote is post-processing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from cvxdp.erm.solver import ERMSettings
+from cvxdp.error import ParameterError
+from cvxdp.ledger import PrivacyLedger
+from cvxdp.localization.output_perturbation import LocalizationStep
+from cvxdp.localization.profiles import Profile
+from cvxdp.localization.recursive import recursive_localization
+from cvxdp.loss import Examples
+from cvxdp.model import Model
+from cvxdp.random import NoiseSource
+
+
+@dataclass(frozen=True)
+class PhaseSchedule:
+    """The public schedule of Algorithm 1."""
+
+    sizes: tuple[int, ...]
+    lambdas: tuple[float, ...]
+    groups: int
+    lambda_1: float
+
+    @property
+    def phases(self) -> int:
+        return len(self.sizes)
+
+
+def initial_lambda(n: int, d: int, epsilon: float, k: float, G_k: float, G_2: float, D: float,
+                   scale: float = 1.0) -> float:
+    """``λ₁ = scale · (1/D)[G_k (d/(nε))^{1−1/k} + G_2/√n]``."""
+    return scale * (G_k * (d / (n * epsilon)) ** (1.0 - 1.0 / k) + G_2 / math.sqrt(n)) / D
+
+
+def phase_schedule(n: int, d: int, epsilon: float, k: float, G_k: float, G_2: float, D: float,
+                   groups: int = 1, min_group_size: int | None = None, lambda_scale: float = 1.0,
+                   max_phases: int | None = None) -> PhaseSchedule:
+    """Batch sizes and regularization of every phase (public: depends on ``n`` only, not the data)."""
+    min_size = min_group_size or max(10, 2 * d)
+    sizes: list[int] = []
+    t = 1
+    while True:
+        n_t = n // 2**t
+        if n_t // groups < min_size:
+            break
+        sizes.append(n_t)
+        t += 1
+        if max_phases is not None and len(sizes) >= max_phases:
+            break
+    if not sizes:
+        need = 2 * groups * min_size
+        raise ParameterError(
+            f"n = {n} examples are too few for the schedule: Algorithm 1 needs at least {need} "
+            f"(half the data in phase 1, {groups} group(s) of at least {min_size}); collect more "
+            "data or use algorithm='recursive'."
+        )
+    lam1 = initial_lambda(n, d, epsilon, k, G_k, G_2, D, lambda_scale)
+    lambdas = tuple(lam1 * 8.0 ** i for i in range(len(sizes)))
+    return PhaseSchedule(sizes=tuple(sizes), lambdas=lambdas, groups=groups, lambda_1=lam1)
+
+
+def majority_vote(candidates: np.ndarray, radius: float) -> int:
+    """Index of a candidate with more than half of the others within ``2·radius``.
+
+    Falls back to the candidate with the most such neighbours.  Uses only the
+    private candidates and a public radius: post-processing.
+    """
+    J = candidates.shape[0]
+    if J == 1:
+        return 0
+    dist = np.linalg.norm(candidates[:, None, :] - candidates[None, :, :], axis=-1)
+    close = (dist <= 2.0 * radius).sum(axis=1) - 1
+    winners = np.nonzero(close > (J - 1) / 2.0)[0]
+    return int(winners[0]) if winners.size else int(np.argmax(close))
+
+
+@dataclass
+class PopulationResult:
+    w: np.ndarray
+    steps: list[LocalizationStep]
+    schedule: PhaseSchedule
+
+
+def population_localization(model: Model, examples: Examples, *, epsilon: float, k: float, G_k: float,
+                            G_2: float, schedule: PhaseSchedule, beta: float, profile: Profile,
+                            ledger: PrivacyLedger, source: NoiseSource, erm: ERMSettings | None = None,
+                            localize: bool = True, progress=None) -> PopulationResult:
+    """Algorithm 1 with Algorithm 3 as the phase solver."""
+    W = model.domain
+    n = examples.m
+    order = np.argsort(source.uniform(n))  # a public random partition, independent of the data
+    w0 = W.make_feasible(W.interior_point())
+    start = 0
+    steps: list[LocalizationStep] = []
+    for t, (n_t, lam) in enumerate(zip(schedule.sizes, schedule.lambdas, strict=True), start=1):
+        batch = order[start:start + n_t]
+        start += n_t
+        groups = np.array_split(batch, schedule.groups)
+        candidates = []
+        radii = []
+        for g, idx in enumerate(groups):
+            res = recursive_localization(
+                model, examples.subset(idx), epsilon=epsilon, lam=lam, w0=w0, k=k, G_k=G_k,
+                beta=beta, profile=profile, ledger=ledger, batch=f"phase{t}/group{g}",
+                batch_indices=idx, source=source, erm=erm, localize=localize, phase=t, group=g)
+            steps.extend(res.steps)
+            candidates.append(res.center)
+            radii.append(res.final_radius)
+            if progress is not None:
+                progress.update(1)
+        w0 = candidates[majority_vote(np.array(candidates), max(radii))]
+    return PopulationResult(w=w0, steps=steps, schedule=schedule)

@@ -6,8 +6,9 @@ optimizes the loss's Lipschitz extension
 solvers and privatizes the result (Lowy, arXiv 2604.06492).
 """
 
-from cvxdp import error, geometry, losses
+from cvxdp import datasets, error, geometry, losses
 from cvxdp.conic.program import ConicSettings
+from cvxdp.erm import ERMCertificate, ERMSettings
 from cvxdp.error import (
     CertificationError,
     CvxdpError,
@@ -23,9 +24,13 @@ from cvxdp.error import (
     UnboundedDomainError,
     UncertifiableLossError,
 )
+from cvxdp.estimators import PrivateLADRegressor, PrivateLinearSVM, PrivateQuantileRegressor
 from cvxdp.extension import ExtensionEvaluation, ExtensionSettings, LipschitzExtension
+from cvxdp.ledger import PrivacyLedger
 from cvxdp.loss import Examples, Loss
+from cvxdp.mechanisms import L2LaplaceMechanism
 from cvxdp.model import Model
+from cvxdp.problem import PrivateProblem, PrivateResult
 
 __version__ = "0.1.0"
 
@@ -35,10 +40,13 @@ __all__ = [
     "CvxdpError",
     "DataError",
     "DomainError",
+    "ERMCertificate",
+    "ERMSettings",
     "EmptyDomainError",
     "Examples",
     "ExtensionEvaluation",
     "ExtensionSettings",
+    "L2LaplaceMechanism",
     "LipschitzExtension",
     "Loss",
     "Model",
@@ -47,10 +55,17 @@ __all__ = [
     "ParameterError",
     "PrivacyBudgetError",
     "PrivacyLeakWarning",
+    "PrivacyLedger",
+    "PrivateLADRegressor",
+    "PrivateLinearSVM",
+    "PrivateProblem",
+    "PrivateQuantileRegressor",
+    "PrivateResult",
     "SolverError",
     "UnboundedDomainError",
     "UncertifiableLossError",
     "__version__",
+    "datasets",
     "error",
     "geometry",
     "losses",

@@ -73,8 +73,8 @@ class _PrivateLinearModel:
                             f"{self.n_features_in_}.")
         return X
 
-    def _transform_y(self, y: np.ndarray) -> np.ndarray:
-        return y
+    def _transform_y(self, y: object) -> np.ndarray:
+        return finite_array("y", y, ndim=1)
 
     def fit(self, X: object, y: object) -> _PrivateLinearModel:
         """Fit an ε-DP linear model on ``(X, y)``; returns ``self``."""
@@ -88,10 +88,9 @@ class _PrivateLinearModel:
             raise ParameterError("fit_intercept must be True or False.")
         positive_finite("radius", self.radius)
         X = self._check_X(X, fitted=False)
-        y = finite_array("y", y, ndim=1)
-        if y.shape[0] != X.shape[0]:
-            raise DataError(f"X has {X.shape[0]} rows but y has {y.shape[0]}.")
         yt = self._transform_y(y)
+        if yt.shape[0] != X.shape[0]:
+            raise DataError(f"X has {X.shape[0]} rows but y has {yt.shape[0]}.")
         Z = self._design(X)
         w = cp.Variable(Z.shape[1])
         model = Model(self._loss(w), [cp.norm(w, 2) <= self.radius])
@@ -131,7 +130,12 @@ class PrivateLinearSVM(_PrivateLinearModel):
 
     _loss_name = "hinge"
 
-    def _transform_y(self, y: np.ndarray) -> np.ndarray:
+    def _transform_y(self, y: object) -> np.ndarray:
+        y = np.asarray(y)
+        if y.ndim != 1:
+            raise DataError(f"y must be one-dimensional, got shape {y.shape}.")
+        if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+            raise DataError("y contains NaN or infinite labels.")
         classes = np.unique(y)
         if classes.size != 2:
             raise DataError(f"PrivateLinearSVM needs exactly two classes, found {classes.size}.")

@@ -23,3 +23,12 @@ def test_oracle_benchmark_quick(tmp_path, capsys):
     assert result["max_bracket"] <= 1e-9
     assert result["ratio"] > 0
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith("ratio ")
+
+
+def test_private_fit_benchmark_quick(tmp_path, capsys):
+    out = tmp_path / "fit.json"
+    result = _load("bench_private_fit").main(["--quick", "--json", str(out)])
+    assert [r["n"] for r in result["rows"]] == [2000, 8000]
+    assert all(r["epsilon_spent"] <= 1.0 + 1e-12 for r in result["rows"])
+    assert "growth_exponent" in json.loads(out.read_text())
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith("ratio ")

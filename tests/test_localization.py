@@ -1,0 +1,164 @@
+"""Algorithms 1–3 and the profiles: the privacy arithmetic, the bias bounds, the schedule."""
+
+from __future__ import annotations
+
+import math
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import cvxdp
+from cvxdp.erm import RegularizedERM
+from cvxdp.error import CertificationError, PrivacyBudgetError
+from cvxdp.ledger import PrivacyLedger
+from cvxdp.localization import (
+    PaperProfile,
+    TightProfile,
+    allocation,
+    empirical_bias_bound,
+    extension_bias_mean,
+    localized_output_perturbation,
+    majority_vote,
+    phase_schedule,
+    round_count,
+)
+from cvxdp.localization.profiles import extension_bias_second_moment
+from cvxdp.random import SeededRandom
+
+
+@pytest.mark.parametrize("S", [1, 2, 3, 6])
+@pytest.mark.parametrize("k", [2.0, 4.0, 8.0])
+def test_allocation(S, k):
+    theta = allocation(S, k)
+    assert np.isclose(theta.sum(), 1.0) and np.all(theta > 0)
+    assert np.all(np.diff(theta) >= 0)  # the largest share last
+    if S > 1:
+        assert np.allclose(theta[:-1] / theta[1:], 1.0 / (k + 1.0))
+
+
+def test_round_count_formula():
+    # S = ceil(log_{k+1} log(e D / R*)) with R* = (G/λ)(d/(mε))^{1−1/k}
+    d, m, eps, lam, k, G, D = 10, 10**6, 1.0, 1.0, 4.0, 1.0, 10.0
+    r_star = (G / lam) * (d / (m * eps)) ** 0.75
+    expected = math.ceil(math.log(math.log(math.e * D / r_star)) / math.log(k + 1))
+    assert round_count(d, m, eps, lam, k, G, D) == expected
+    assert round_count(d, 10, eps, lam, k, G, 0.01) == 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(k=st.floats(2.0, 10.0), G=st.floats(0.1, 10.0), C=st.floats(0.01, 50.0))
+def test_sharp_bias_bound_dominates_every_law_and_beats_markov(k, G, C):
+    """sup E(A − C)₊ over E A^k ≤ G^k: at most the paper's Markov integral, attained by two atoms."""
+    bound = extension_bias_mean(C, k, G)
+    markov = G**k / ((k - 1) * C ** (k - 1))
+    assert bound <= markov * (1 + 1e-9)
+    a = k * C / (k - 1)
+    if a > G:
+        p = (G / a) ** k
+        assert math.isclose(bound, p * (a - C), rel_tol=1e-9)
+    # any other law with the same k-th moment does no better: Pareto and lognormal scaled to G
+    rng = np.random.default_rng(int(k * 1000 + C * 10))
+    for sample in (rng.pareto(k + 0.5, 200_000) + 1.0, rng.lognormal(0, 0.7, 200_000)):
+        A = sample * G / np.mean(sample**k) ** (1.0 / k)
+        assert np.mean(np.maximum(A - C, 0)) <= bound * 1.02 + 1e-12
+
+
+def test_second_moment_bound():
+    k, G, C = 4.0, 2.0, 1.5
+    bound = extension_bias_second_moment(C, k, G)
+    rng = np.random.default_rng(1)
+    A = rng.pareto(4.5, 400_000) + 1.0
+    A *= G / np.mean(A**k) ** 0.25
+    assert np.mean(np.maximum(A - C, 0) ** 2) <= bound
+    assert math.isinf(extension_bias_second_moment(C, 2.0, G))
+
+
+def test_empirical_bias_bound_holds_with_probability_1_minus_beta():
+    """P((1/m) Σ (A_i − C)₊ > T) ≤ β, checked by simulation on an extremal two-atom law."""
+    k, G, C, m, beta = 4.0, 1.0, 1.0, 200, 0.1
+    a = k * C / (k - 1)
+    p = (G / a) ** k
+    T = empirical_bias_bound(C, k, G, m, beta)
+    rng = np.random.default_rng(5)
+    means = (rng.random((20_000, m)) < p).mean(axis=1) * (a - C)
+    assert np.mean(means > T) <= beta
+
+
+@settings(max_examples=80, deadline=None)
+@given(R=st.floats(0.01, 10), lam=st.floats(1e-3, 10), m=st.integers(10, 10**6), d=st.integers(1, 50),
+       eps=st.floats(1e-3, 10), beta=st.floats(1e-6, 0.4), k=st.floats(2.0, 8.0), G=st.floats(0.1, 50))
+def test_every_profile_noise_is_private(R, lam, m, d, eps, beta, k, G):
+    """s·ε_j ≥ Δ = 2C/(λm) + 2 sqrt(2α/λ): the noise covers the exact sensitivity."""
+    for prof in (TightProfile(), PaperProfile()):
+        plan = prof.plan(R=R, lam=lam, m=m, d=d, eps=eps, beta=beta, k=k, G_k=G)
+        exact = 2 * plan.C / (lam * m) + 2 * math.sqrt(2 * plan.alpha / lam)
+        assert plan.sensitivity == pytest.approx(exact)
+        assert plan.noise_scale * eps >= exact * (1 - 1e-12)
+        assert plan.radius_plus > 0 and plan.C > 0
+
+
+def test_profiles_split_the_budget_as_published():
+    thetas = allocation(3, 4.0)
+    assert TightProfile().round_epsilons(2.0, thetas).sum() == pytest.approx(2.0)
+    assert PaperProfile().round_epsilons(2.0, thetas).sum() == pytest.approx(1.0)
+    assert PaperProfile().boosting_groups(8, 0.1) % 2 == 1
+
+
+def test_schedule_is_public_and_disjoint():
+    s = phase_schedule(10_000, 10, 1.0, 4.0, 5.0, 5.0, 4.0, groups=3)
+    assert sum(s.sizes) <= 10_000
+    assert all(a == 2 * b or a == 2 * b + 1 for a, b in zip(s.sizes, s.sizes[1:], strict=False))
+    assert np.allclose(np.array(s.lambdas[1:]) / np.array(s.lambdas[:-1]), 8.0)
+
+
+def test_majority_vote():
+    pts = np.array([[0.0, 0.0], [0.1, 0.0], [5.0, 5.0], [0.0, 0.1], [9.0, 9.0]])
+    assert majority_vote(pts, 0.2) in (0, 1, 3)
+    assert majority_vote(pts[:1], 0.2) == 0
+
+
+class CountingSource(SeededRandom):
+    def __init__(self, seed: int) -> None:
+        super().__init__(seed)
+        self.draws = 0
+
+    def uniform(self, size):
+        self.draws += 1
+        return super().uniform(size)
+
+
+def _small_erm(rng):
+    w = cp.Variable(2)
+    model = cvxdp.Model(cvxdp.losses.absolute(w), [cp.norm(w) <= 1])
+    ex = model.bind({"x": rng.normal(size=(50, 2)), "y": rng.normal(size=50)})
+    plan = TightProfile().plan(R=2.0, lam=0.5, m=50, d=2, eps=1.0, beta=0.1, k=4.0, G_k=2.0)
+    return RegularizedERM(model, ex, model.domain, plan.C, 0.5, np.zeros(2)), plan
+
+
+def test_overspending_release_is_refused_before_noise(rng):
+    problem, plan = _small_erm(rng)
+    ledger = PrivacyLedger(50, 1.0)
+    ledger.charge(0.9, np.arange(50), mechanism="earlier", batch="all")
+    src = CountingSource(0)
+    with pytest.raises(PrivacyBudgetError):
+        localized_output_perturbation(problem, epsilon=0.5, beta=0.1, radius=2.0, plan=plan,
+                                      ledger=ledger, batch="all", batch_indices=np.arange(50), source=src)
+    assert src.draws == 0 and len(ledger.entries) == 1
+
+
+def test_uncertified_point_is_never_released(rng, monkeypatch):
+    problem, plan = _small_erm(rng)
+
+    def fail(*args, **kwargs):
+        raise CertificationError("injected: no certificate")
+
+    monkeypatch.setattr("cvxdp.localization.output_perturbation.solve_certified", fail)
+    ledger = PrivacyLedger(50, 1.0)
+    src = CountingSource(0)
+    with pytest.raises(CertificationError):
+        localized_output_perturbation(problem, epsilon=1.0, beta=0.1, radius=2.0, plan=plan,
+                                      ledger=ledger, batch="all", batch_indices=np.arange(50), source=src)
+    assert src.draws == 0

@@ -30,6 +30,33 @@ def positive_finite(name: str, value: object, *, allow_inf: bool = False) -> flo
     return v
 
 
+#: Smallest and largest ε that cvxdp accepts or accepts silently.
+EPSILON_MIN = 1e-10
+EPSILON_WARN = 100.0
+#: Largest |value| accepted in data: squares and products of such values stay finite in float64.
+DATA_MAX = 1e100
+#: Largest moment order k (larger k is the Lipschitz case in all but name).
+MOMENT_MAX = 1000.0
+
+
+def privacy_epsilon(value: object, *, warn: bool = True) -> float:
+    """Validate a privacy parameter ε: finite, ≥ 1e-10; above 100 warn that it protects nothing."""
+    import warnings
+
+    from cvxdp.error import PrivacyLeakWarning
+
+    eps = positive_finite("epsilon", value)
+    if eps < EPSILON_MIN:
+        raise ParameterError(
+            f"epsilon = {eps:g} is below {EPSILON_MIN:g}: the noise would be so large (scale ∝ 1/ε) that "
+            "the output is pure noise and its arithmetic overflows; choose a larger epsilon."
+        )
+    if warn and eps > EPSILON_WARN:
+        warnings.warn(f"epsilon = {eps:g} gives no meaningful privacy protection (e^ε overflows any "
+                      "useful bound); proceeding as asked.", PrivacyLeakWarning, stacklevel=3)
+    return eps
+
+
 def at_least(name: str, value: object, lower: float) -> float:
     """Return ``value`` as a finite float after checking ``value >= lower``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real | np.floating | np.integer):
@@ -85,5 +112,10 @@ def finite_array(name: str, value: object, *, ndim: int | None = None,
         bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
         raise DataError(
             f"{name} contains {bad} NaN or infinite value(s); remove or impute them before fitting."
+        )
+    if arr.size and float(np.max(np.abs(arr))) > DATA_MAX:
+        raise DataError(
+            f"{name} has entries of magnitude up to {float(np.max(np.abs(arr))):.3g} > {DATA_MAX:g}; "
+            "their squares overflow float64. Rescale the data (a public rescaling keeps privacy)."
         )
     return arr

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from cvxdp._validation import positive_finite, positive_int
+from cvxdp._validation import positive_finite, positive_int, privacy_epsilon
 from cvxdp.error import PrivacyBudgetError
 
 #: Relative slack for floating-point sums of a geometric allocation.
@@ -49,7 +49,7 @@ class PrivacyLedger:
 
     def __post_init__(self) -> None:
         self.n = positive_int("n", self.n)
-        self.total_epsilon = positive_finite("epsilon", self.total_epsilon)
+        self.total_epsilon = privacy_epsilon(self.total_epsilon, warn=False)
         self._spent = np.zeros(self.n)
 
     def charge(self, epsilon: float, indices: np.ndarray | slice, *, mechanism: str, batch: str,

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import gammaincinv
 
-from cvxdp._validation import positive_finite, positive_int, probability
+from cvxdp._validation import positive_finite, positive_int, privacy_epsilon, probability
 from cvxdp.random import NoiseSource
 
 
@@ -50,7 +50,7 @@ class L2LaplaceMechanism:
 
     def __post_init__(self) -> None:
         positive_finite("sensitivity", self.sensitivity)
-        positive_finite("epsilon", self.epsilon)
+        privacy_epsilon(self.epsilon, warn=False)
         positive_int("dim", self.dim)
 
     @property
@@ -74,8 +74,41 @@ class L2LaplaceMechanism:
         return radius[:, None] * source.unit_vectors(n, self.dim)
 
     def perturb(self, point: np.ndarray, source: NoiseSource) -> np.ndarray:
-        """``point + b`` for one draw ``b``."""
+        """``point + b`` for one draw ``b`` (no floating-point protection; see :meth:`release`)."""
         point = np.asarray(point, dtype=float)
         if point.shape != (self.dim,):
             raise ValueError(f"point must have shape ({self.dim},), got {point.shape}")
         return point + self.sample(source, 1)[0]
+
+    @property
+    def snap_granularity(self) -> float:
+        """``Λ``: the smallest power of two at least the noise scale ``s``."""
+        return snap_granularity(self.scale)
+
+    def release(self, point: np.ndarray, source: NoiseSource, box: tuple[np.ndarray, np.ndarray],
+                snap: bool = True) -> np.ndarray:
+        """``point + b``, clamped to ``box`` widened by ``Λ`` and snapped to the grid ``Λ Z^d``.
+
+        Floating-point defence (Mironov 2012, *On significance of the least
+        significant bits for differential privacy*): a float sum ``x + b`` can
+        only land on outputs whose low-order bits depend on ``x``, and those bits
+        can identify ``x``.  Rounding each coordinate to a multiple of
+        ``Λ ≥ s`` — a power of two, so the rounding is exact — and clamping to a
+        public box first (bounded exponents, so the grid is far coarser than the
+        float spacing of every possible sum) removes that channel; every later
+        step (projection onto ``W``) is post-processing.  The snap moves the
+        point by at most ``√d Λ/2 ≤ √d s``, which the radii of Algorithm 2 account for.
+        """
+        noisy = self.perturb(point, source)
+        if not snap:
+            return noisy
+        lam = self.snap_granularity
+        lo, hi = box
+        clamped = np.clip(noisy, np.asarray(lo) - lam, np.asarray(hi) + lam)
+        return np.round(clamped / lam) * lam
+
+
+def snap_granularity(scale: float) -> float:
+    """The smallest power of two ``Λ ≥ scale`` (an exact float; ``scale`` must be > 0)."""
+    m, e = np.frexp(float(scale))
+    return float(np.ldexp(0.5, int(e))) * (2.0 if m > 0.5 else 1.0)

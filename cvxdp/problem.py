@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from cvxdp._validation import at_least, positive_finite, probability
+from cvxdp._validation import MOMENT_MAX, at_least, positive_finite, privacy_epsilon, probability
 from cvxdp.erm.solver import ERMSettings
 from cvxdp.error import ParameterError, UncertifiableLossError
 from cvxdp.extension import LipschitzExtension
@@ -152,8 +152,11 @@ class PrivateProblem:
             Show a progress bar over Algorithm 1's phases.
         """
         t0 = time.perf_counter()
-        eps = positive_finite("epsilon", epsilon)
+        eps = privacy_epsilon(epsilon)
         k = at_least("moment_k", moment_k, 2.0)
+        if k > MOMENT_MAX:
+            raise ParameterError(f"moment_k = {k:g} exceeds {MOMENT_MAX:g}; such a moment bound is a "
+                                 "worst-case Lipschitz bound: pass k = 1000 with G_k = that bound.")
         G_k = positive_finite("G_k", G_k)
         G_2 = G_k if G_2 is None else positive_finite("G_2", G_2)
         if G_2 > G_k * (1 + 1e-12):

@@ -32,3 +32,10 @@ def test_private_fit_benchmark_quick(tmp_path, capsys):
     assert all(r["epsilon_spent"] <= 1.0 + 1e-12 for r in result["rows"])
     assert "growth_exponent" in json.loads(out.read_text())
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith("ratio ")
+
+
+def test_audit_benchmark_quick(tmp_path):
+    out = tmp_path / "audit.json"
+    result = _load("bench_audit").main(["--quick", "--json", str(out)])
+    assert result["all_sound_within_claim"] and result["broken_mechanism_detected"]
+    assert json.loads(out.read_text())["rows"]

@@ -106,3 +106,28 @@ def test_noise_source_selection():
 def test_mechanism_rejects_bad_parameters(kwargs):
     with pytest.raises(ParameterError):
         L2LaplaceMechanism(**kwargs)
+
+
+def test_snapping_removes_the_low_order_bit_channel():
+    """Mironov's attack reads the low-order bits of x + b; snapped releases carry none.
+
+    Two centers a hair apart (1e-12) produce naive outputs whose values modulo the
+    grid differ; snapped outputs are exact multiples of Λ (a power of two ≥ s)
+    whatever the center, and move by at most Λ/2 per coordinate.
+    """
+    from cvxdp.mechanisms import snap_granularity
+
+    mech = L2LaplaceMechanism(sensitivity=0.3, epsilon=1.0, dim=3)
+    lam = mech.snap_granularity
+    assert lam == snap_granularity(mech.scale) and mech.scale <= lam < 2 * mech.scale
+    assert np.log2(lam) == np.round(np.log2(lam))
+    box = (np.full(3, -5.0), np.full(3, 5.0))
+    for center in (np.zeros(3), np.full(3, 1e-12)):
+        src_a, src_b = SeededRandom(3), SeededRandom(3)
+        snapped = np.array([mech.release(center, src_a, box) for _ in range(2000)])
+        naive = np.array([mech.release(center, src_b, box, snap=False) for _ in range(2000)])
+        assert np.all(np.mod(snapped, lam) == 0.0)
+        assert np.all(np.abs(snapped - np.clip(naive, -5 - lam, 5 + lam)) <= lam / 2)
+        assert np.any(np.mod(naive, lam) != 0.0)   # the channel snapping closes
+    far = mech.release(np.zeros(3), SeededRandom(1), (np.full(3, -1e-3), np.full(3, 1e-3)))
+    assert np.all(np.abs(far) <= 1e-3 + lam) and np.all(np.mod(far, lam) == 0.0)

@@ -28,6 +28,7 @@ import scipy.sparse as sp
 from cvxdp.conic.cones import Cone
 from cvxdp.conic.program import ConicSettings, ProgramBuilder, solve
 from cvxdp.erm.problem import Cut, RegularizedERM
+from cvxdp.error import SolverError
 from cvxdp.extension.blocks import EpigraphBlock, structured_block
 from cvxdp.extension.certificates import EPS, project_simplex_rows, rounding_margin, support_upper
 from cvxdp.extension.conic_path import ConicBatch, generic_bracket, structured_bracket
@@ -161,11 +162,27 @@ def solve_joint(problem: RegularizedERM, settings: ConicSettings) -> JointSoluti
         wv.append(rows_U.A_aux[ar, ac])
     builder.add_rows(np.concatenate(wr), np.concatenate(wc), np.concatenate(wv), rows_U.b,
                      rows_U.cones)
-    P = sp.diags(np.concatenate([np.full(d, lam), np.zeros(n - d)]), format="csc")
-    prog = builder.build(q, P if settings.solver == "clarabel" else None)
-    if settings.solver != "clarabel":
-        raise ValueError("the joint program has a quadratic objective; use Clarabel")
+    if settings.solver == "clarabel":
+        P = sp.diags(np.concatenate([np.full(d, lam), np.zeros(n - d)]), format="csc")
+        prog = builder.build(q, P)
+    else:
+        # ECOS has no quadratic objective: epigraph q_col ≥ (λ/2)||w − w₀||² as a second-order cone
+        # (q+1, q−1, sqrt(2λ)(w − w₀)) ∈ SOC, i.e. 2λ||w − w₀||² ≤ 4q.
+        q_col = builder.n
+        builder.n += 1
+        root = np.sqrt(2.0 * lam)
+        rr = np.concatenate([[0, 1], 2 + np.arange(d)])
+        cc = np.concatenate([[q_col, q_col], np.arange(d)])
+        vv = np.concatenate([[-1.0, -1.0], np.full(d, -root)])
+        builder.add_rows(rr, cc, vv, np.concatenate([[1.0, -1.0], -root * problem.w0]),
+                         [Cone("soc", d + 2)])
+        q = np.concatenate([q, [1.0]])
+        q[:d] += lam * problem.w0  # the epigraph already contains the linear term
+        prog = builder.build(q)
     sol = solve(prog, settings)
+    if not sol.usable:
+        raise SolverError(f"the joint program's solver returned status {sol.status} without usable "
+                          "points")
     w = sol.x[:d].copy()
     w_feas = problem.region.make_feasible(w)
     G = np.zeros((m, d))

@@ -7,10 +7,13 @@ Methods (``ERMSettings.method``):
 
 ``"conic"`` (default)
     Lemma 2.6's joint program with Clarabel, certified from its repaired
-    multipliers plus the oracle's cut at the point; if the gap exceeds ``α``:
-    a tighter solve, then the cutting-plane method started from the ball
+    multipliers plus the oracle's cut at the point; if the gap exceeds ``α``
+    (or a solver fails): a tighter Clarabel solve, then ECOS (the quadratic as a
+    second-order cone), then the cutting-plane method started from the ball
     ``B(w, sqrt(2·gap/λ))`` that provably contains the minimizer (strong
-    convexity), then an error.
+    convexity) — or from a ball around ``U`` if no solver produced a point —
+    then an error.  Solver failures and time-outs are never released: they
+    only move the ladder on.
 ``"cutting-plane"``
     The deterministic ellipsoid method over the certified oracle from a ball
     around ``U``, with its a-priori iteration bound (the paper's E.3 mode).
@@ -104,24 +107,38 @@ def solve_certified(problem: RegularizedERM, alpha: float, settings: ERMSettings
 
     if settings.method == "conic":
         cuts: list = []
-        for attempt, conic in enumerate([settings.conic, settings.conic.tightened(100.0)]):
-            if attempt and not settings.refine:
-                break
+        ladder = [settings.conic]
+        if settings.refine:
+            ladder += [settings.conic.tightened(100.0),
+                       ConicSettings(solver="ecos", tol=max(settings.conic.tol, 1e-9),
+                                     max_iter=settings.conic.max_iter,
+                                     time_limit=settings.conic.time_limit)]
+        for conic in ladder:
             try:
                 sol = solve_joint(problem, conic)
-            except SolverError as exc:
-                notes.append(f"joint program failed: {exc}")
+                iterations += sol.iterations
+                upper, lower, cuts = _certify(problem, sol.w, [*cuts, sol.cut], alpha, tol)
+            except (SolverError, CertificationError) as exc:
+                notes.append(f"{conic.solver}(tol={conic.tol:.0e}) failed: {exc}")
                 continue
-            iterations += sol.iterations
-            upper, lower, cuts = _certify(problem, sol.w, [*cuts, sol.cut], alpha, tol)
-            if record(sol.w, upper, lower, f"conic(tol={conic.tol:.0e})") <= alpha:
+            if record(sol.w, upper, lower, f"{conic.solver}(tol={conic.tol:.0e})") <= alpha:
                 break
-        if best is not None and best[0] > alpha and settings.refine:
-            radius = math.sqrt(2.0 * max(best[0], alpha) / problem.lam) * (1.0 + 1e-6)
-            res = ellipsoid_method(problem, alpha, best[1], radius,
-                                   max_iterations=settings.cutting_plane_iterations, oracle_tolerance=tol)
-            iterations += res.iterations
-            record(res.w, res.upper, res.lower, f"cutting-plane refinement ({res.iterations} steps)")
+        if settings.refine and (best is None or best[0] > alpha):
+            # the minimizer lies within sqrt(2·gap/λ) of any point with that certified gap
+            # (strong convexity); without a point, search the whole region
+            if best is not None and np.isfinite(best[0]):
+                center = best[1]
+                radius = math.sqrt(2.0 * max(best[0], alpha) / problem.lam) * (1.0 + 1e-6)
+            else:
+                center, radius = problem.region.bounding_ball()
+            try:
+                res = ellipsoid_method(problem, alpha, center, radius,
+                                       max_iterations=settings.cutting_plane_iterations,
+                                       oracle_tolerance=tol)
+                iterations += res.iterations
+                record(res.w, res.upper, res.lower, f"cutting-plane refinement ({res.iterations} steps)")
+            except (SolverError, CertificationError) as exc:
+                notes.append(f"cutting-plane refinement failed: {exc}")
     elif settings.method == "cutting-plane":
         c, r = problem.region.bounding_ball()
         res = ellipsoid_method(problem, alpha, c, r * (1.0 + 1e-9),

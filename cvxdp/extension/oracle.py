@@ -34,7 +34,7 @@ import numpy as np
 
 from cvxdp._validation import finite_array, positive_finite
 from cvxdp.conic.program import ConicSettings
-from cvxdp.error import CertificationError, DataError, UncertifiableLossError
+from cvxdp.error import CertificationError, DataError, SolverError, UncertifiableLossError
 from cvxdp.extension.blocks import structured_block
 from cvxdp.extension.conic_path import generic_bracket, solve_extension_programs, structured_bracket
 from cvxdp.extension.reduced import BracketResult, evaluate_on_balls
@@ -229,20 +229,28 @@ class LipschitzExtension:
         for attempt in range(3):
             sub = examples.subset(todo)
             Wt = W[todo]
-            if self._template is not None:
-                block = self._template.block(sub)
-                batch = solve_extension_programs(block, self.region, Wt, self.C, settings,
-                                                 self.settings.chunk)
-                r, _ = generic_bracket(sub, block, self.region, Wt, self.C, batch)
-                label = "conic-dual"
-            else:
-                block = structured_block(sub)
-                batch = solve_extension_programs(block, self.region, Wt, self.C, settings,
-                                                 self.settings.chunk)
-                sub_glm = sub.glm() if block.pi_rows is None else None
-                r = structured_bracket(sub, block, self.region, Wt, self.C, batch, sub_glm,
-                                       self.settings.iterations)
-                label = "conic"
+            try:
+                if self._template is not None:
+                    block = self._template.block(sub)
+                    batch = solve_extension_programs(block, self.region, Wt, self.C, settings,
+                                                     self.settings.chunk)
+                    r, _ = generic_bracket(sub, block, self.region, Wt, self.C, batch)
+                    label = "conic-dual"
+                else:
+                    block = structured_block(sub)
+                    batch = solve_extension_programs(block, self.region, Wt, self.C, settings,
+                                                     self.settings.chunk)
+                    sub_glm = sub.glm() if block.pi_rows is None else None
+                    r = structured_bracket(sub, block, self.region, Wt, self.C, batch, sub_glm,
+                                           self.settings.iterations)
+                    label = "conic"
+                if not (np.all(np.isfinite(r.upper)) and np.all(np.isfinite(r.g))):
+                    raise SolverError("non-finite points from the conic solver")
+            except SolverError as exc:
+                logger.debug("extension: conic attempt %d failed: %s", attempt, exc)
+                settings = ConicSettings(solver="ecos" if settings.solver == "clarabel" else "clarabel",
+                                         tol=settings.tol, max_iter=settings.max_iter)
+                continue
             better = ((r.upper - r.lower) < (res.upper[todo] - res.lower[todo])) | (
                 method[todo] == "")
             _store(res, r, todo, better)

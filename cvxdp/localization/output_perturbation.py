@@ -6,7 +6,9 @@ Given a public set ``U = W ∩ B(c, r)`` with diameter at most ``R``:
    (:func:`~cvxdp.erm.solver.solve_certified`; an uncertified point is never
    released — the solver refines or raises);
 2. the ledger is charged ``ε_j`` for the batch *before* any noise is drawn;
-3. ``w_loc = Π_W(w̃ + b)``, ``b`` ℓ2-Laplace with the profile's public scale;
+3. ``w_loc = Π_W(snap(w̃ + b))``, ``b`` ℓ2-Laplace with the profile's public scale,
+   snapped to a grid coarser than the noise's float resolution
+   (:meth:`~cvxdp.mechanisms.L2LaplaceMechanism.release`);
 4. ``U⁺ = W ∩ B(w_loc, R⁺)`` with the profile's public radius.
 
 Privacy: ε_j-DP for the batch by the profile's sensitivity argument (see
@@ -23,6 +25,7 @@ import numpy as np
 
 from cvxdp.erm.problem import ERMCertificate, RegularizedERM
 from cvxdp.erm.solver import ERMSettings, solve_certified
+from cvxdp.geometry import Domain
 from cvxdp.ledger import PrivacyLedger
 from cvxdp.localization.profiles import Profile, RoundPlan
 from cvxdp.mechanisms import L2LaplaceMechanism
@@ -59,19 +62,26 @@ def localized_output_perturbation(problem: RegularizedERM, *, epsilon: float, be
                                   plan: RoundPlan, ledger: PrivacyLedger, batch: str,
                                   batch_indices: np.ndarray, source: NoiseSource,
                                   erm: ERMSettings | None = None, phase: int = 0, group: int = 0,
-                                  round_index: int = 0) -> LocalizationStep:
+                                  round_index: int = 0, snap: bool = True) -> LocalizationStep:
     """Run Algorithm 2 on ``problem`` (whose ``region`` is ``U`` and ``C`` is ``plan.C``)."""
     w_tilde, cert = solve_certified(problem, plan.alpha, erm)
     mech = L2LaplaceMechanism(plan.sensitivity, plan.sensitivity / plan.noise_scale, problem.dim)
     ledger.charge(epsilon, batch_indices, mechanism="localized output perturbation", batch=batch,
                   sensitivity=plan.sensitivity, noise_scale=plan.noise_scale,
                   note=f"phase {phase} group {group} round {round_index}, C={plan.C:.3g}")
-    noisy = mech.perturb(w_tilde, source)
+    w_loc = release_point(w_tilde, mech, problem.model.domain, source, snap)
     del w_tilde
-    w_loc = problem.model.domain.make_feasible(problem.model.domain.project(noisy))
     return LocalizationStep(phase=phase, group=group, round=round_index, m=problem.m, radius=radius,
                             lam=problem.lam, epsilon=epsilon, beta=beta, plan=plan, center=w_loc,
                             certificate=cert)
 
 
-__all__ = ["LocalizationStep", "Profile", "localized_output_perturbation"]
+def release_point(w_tilde: np.ndarray, mechanism: L2LaplaceMechanism, domain: Domain,
+                  source: NoiseSource, snap: bool = True) -> np.ndarray:
+    """Step 3 of Algorithm 2: noise, snapping to ``Λ Z^d`` in a box around ``W``, projection onto ``W``."""
+    c, r = domain.bounding_ball()
+    noisy = mechanism.release(w_tilde, source, (c - r, c + r), snap=snap)
+    return domain.make_feasible(domain.project(noisy))
+
+
+__all__ = ["LocalizationStep", "Profile", "localized_output_perturbation", "release_point"]

@@ -19,7 +19,12 @@ from scipy.special import gammaincinv
 
 @dataclass(frozen=True)
 class RoundPlan:
-    """The public constants of one Algorithm 2 call."""
+    """The public constants of one Algorithm 2 call.
+
+    ``radius_plus`` = accuracy + bias + noise-quantile radii + the snapping
+    error ``√d Λ/2`` of the floating-point defence
+    (:meth:`~cvxdp.mechanisms.L2LaplaceMechanism.release`).
+    """
 
     C: float
     alpha: float
@@ -29,6 +34,14 @@ class RoundPlan:
     bias_radius: float
     noise_radius: float
     accuracy_radius: float
+    snap_radius: float = 0.0
+
+
+def snap_radius(d: int, scale: float) -> float:
+    """``√d Λ/2``: how far snapping to the grid ``Λ Z^d`` can move the released point."""
+    from cvxdp.mechanisms import snap_granularity
+
+    return math.sqrt(d) * snap_granularity(scale) / 2.0
 
 
 def extension_bias_mean(C: float, k: float, G_k: float) -> float:
@@ -167,7 +180,7 @@ class TightProfile(Profile):
             acc = kappa * c / (lam * m)
             s = (1.0 + kappa) * 2.0 * c / (lam * m * eps)
             bias = math.sqrt(R * empirical_bias_bound(c, k, G_k, m, beta) / lam)
-            return acc + bias + s * quant
+            return acc + bias + s * quant + math.sqrt(d) * s
 
         if C is None:
             grid = _c_grid(G_k)
@@ -178,9 +191,10 @@ class TightProfile(Profile):
         acc = math.sqrt(2.0 * alpha / lam)
         bias = math.sqrt(R * empirical_bias_bound(C, k, G_k, m, beta) / lam)
         noise = sens / eps * quant
+        snap = snap_radius(d, sens / eps)
         return RoundPlan(C=C, alpha=alpha, sensitivity=sens, noise_scale=sens / eps,
-                         radius_plus=acc + bias + noise, bias_radius=bias, noise_radius=noise,
-                         accuracy_radius=acc)
+                         radius_plus=acc + bias + noise + snap, bias_radius=bias, noise_radius=noise,
+                         accuracy_radius=acc, snap_radius=snap)
 
     def rounds(self, *, d: int, m: int, epsilon: float, lam: float, k: float, G_k: float, D: float,
                beta: float, max_rounds: int) -> int:
@@ -228,7 +242,7 @@ class PaperProfile(Profile):
     def plan(self, *, R: float, lam: float, m: int, d: int, eps: float, beta: float, k: float,
              G_k: float, C: float | None = None) -> RoundPlan:
         ell = math.log(1.0 / beta)
-        A = math.sqrt(2.0 * R * G_k**k / (lam * beta * (k - 1.0)))
+        A = math.exp(0.5 * (math.log(2.0 * R / (lam * beta * (k - 1.0))) + k * math.log(G_k)))
         B = 20.0 * d * ell / (lam * m * eps)
         if C is None:
             C = ((k - 1.0) * A / (2.0 * B)) ** (2.0 / (k + 1.0))
@@ -239,8 +253,10 @@ class PaperProfile(Profile):
         s = max(10.0 * C / (eps * lam * m), sens / eps)
         bias = A * C ** (-(k - 1.0) / 2.0)
         noise = B * C
-        return RoundPlan(C=C, alpha=alpha, sensitivity=sens, noise_scale=s, radius_plus=bias + noise,
-                         bias_radius=bias, noise_radius=noise, accuracy_radius=math.sqrt(2 * alpha / lam))
+        snap = snap_radius(d, s)
+        return RoundPlan(C=C, alpha=alpha, sensitivity=sens, noise_scale=s, radius_plus=bias + noise + snap,
+                         bias_radius=bias, noise_radius=noise, accuracy_radius=math.sqrt(2 * alpha / lam),
+                         snap_radius=snap)
 
     def boosting_groups(self, phases: int, delta: float) -> int:
         """``J = ⌈log(T/δ)⌉`` rounded up to an odd number (majority vote)."""

@@ -221,7 +221,9 @@ def output_perturbation_mechanism(model: Model, *, epsilon: float, moment_k: flo
     """cvxdp's one-shot extension output perturbation (``algorithm="output-perturbation"``) as a callable.
 
     Builds exactly the plan that :meth:`PrivateProblem.solve
-    <cvxdp.problem.PrivateProblem.solve>` uses for that algorithm and releases
+    <cvxdp.problem.PrivateProblem.solve>` uses for that algorithm with
+    ``tail_share=0`` (the public worst-case tail; the default private tail
+    histogram is audited through the full pipeline instead) and releases
     through the same :func:`~cvxdp.localization.output_perturbation.release_point`.
     The certified minimizer is a deterministic function of the data, so it is
     computed once per data set and reused across runs — the output distribution

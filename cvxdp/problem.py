@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -35,14 +35,16 @@ from cvxdp.extension import LipschitzExtension
 from cvxdp.ledger import PrivacyLedger
 from cvxdp.localization import (
     LocalizationStep,
+    TightProfile,
     get_profile,
     initial_lambda,
     phase_schedule,
     population_localization,
     recursive_localization,
 )
-from cvxdp.localization.population import PhaseSchedule
+from cvxdp.localization.population import PhaseSchedule, choose_schedule, phase_radius
 from cvxdp.model import Model
+from cvxdp.moments import CombinedTail, private_tail_profile
 from cvxdp.random import noise_source
 from cvxdp.structure import GenericStructure
 
@@ -77,6 +79,7 @@ class PrivateResult:
     profile: str
     schedule: PhaseSchedule | None
     timings: dict[str, float] = field(default_factory=dict)
+    moment_bound: float = float("nan")
 
     @property
     def epsilon_spent(self) -> float:
@@ -113,12 +116,13 @@ class PrivateProblem:
             raise ParameterError(f"PrivateProblem needs a cvxdp.Model, got {type(model).__name__}.")
         self.model = model
 
-    def solve(self, data: Mapping, *, epsilon: float, moment_k: float, G_k: float,
+    def solve(self, data: Mapping, *, epsilon: float, moment_k: float, G_k: float | str,
               G_2: float | None = None, algorithm: str = "population", profile: str = "tight",
               delta: float = 0.1, localize: bool = True, random_state: object = None,
-              erm: ERMSettings | None = None, lambda_scale: float = 1.0,
-              lam: float | None = None, boosting_groups: int | None = None,
-              progress: bool = False) -> PrivateResult:
+              erm: ERMSettings | None = None, tail_share: float | None = None,
+              lambda_scale: float | None = None, lambda_growth: float | None = None,
+              max_phases: int | None = None, lam: float | None = None,
+              boosting_groups: int | None = None, progress: bool = False) -> PrivateResult:
         """Fit an ε-DP model.
 
         Parameters
@@ -126,9 +130,11 @@ class PrivateProblem:
         data:
             ``placeholder name -> array`` with one row per example.
         epsilon:
-            Total privacy budget (finite, > 0).
+            Total privacy budget (finite, > 0): everything below is paid from it.
         moment_k, G_k:
-            The public moment bound ``E sup_{w∈W} ||∂f(w, z)||^k ≤ G_k^k`` (``k ≥ 2``).
+            The public moment bound ``E sup_{w∈W} ||∂f(w, z)||^k ≤ G_k^k`` (``k ≥ 2``), or
+            ``G_k="auto"`` to estimate it privately (a ``tail_share`` of ε, default 0.1;
+            see :mod:`cvxdp.moments` for what such an estimate can and cannot promise).
         G_2:
             Second-moment bound (defaults to ``G_k``, valid since ``G_2 ≤ G_k``).
         algorithm:
@@ -144,8 +150,17 @@ class PrivateProblem:
             production) noise, with a :class:`~cvxdp.error.PrivacyLeakWarning`.
         erm:
             :class:`~cvxdp.erm.solver.ERMSettings` (solver method and accuracy ladder).
-        lambda_scale, lam:
-            Scale of Algorithm 1's ``λ₁``; or a fixed ``λ`` for the single-ERM algorithms.
+        tail_share:
+            Share of ε spent on a private histogram of the per-example Lipschitz
+            constants, which calibrates the extension's bias (tight profile;
+            default 0.1 when the loss allows it, 0 for the paper profile).
+        lambda_scale, lambda_growth, max_phases:
+            Algorithm 1's schedule ``λ_t = scale·λ₁·growth^{t−1}``.  Default: the
+            paper profile uses scale 1, growth 8 and every phase; the tight profile
+            picks all three by minimizing the public excess-risk proxy of
+            :func:`~cvxdp.localization.population.schedule_proxy`.
+        lam:
+            A fixed ``λ`` for the single-ERM algorithms.
         boosting_groups:
             ``J`` of Algorithm 1's majority vote (default: the profile's).
         progress:
@@ -157,21 +172,42 @@ class PrivateProblem:
         if k > MOMENT_MAX:
             raise ParameterError(f"moment_k = {k:g} exceeds {MOMENT_MAX:g}; such a moment bound is a "
                                  "worst-case Lipschitz bound: pass k = 1000 with G_k = that bound.")
-        G_k = positive_finite("G_k", G_k)
-        G_2 = G_k if G_2 is None else positive_finite("G_2", G_2)
-        if G_2 > G_k * (1 + 1e-12):
-            raise ParameterError(f"G_2 = {G_2} exceeds G_k = {G_k}, impossible for k ≥ 2 "
-                                 "(moments are monotone); check the moment bounds.")
+        auto = isinstance(G_k, str)
+        if auto and G_k != "auto":
+            raise ParameterError(f"G_k must be a positive number or 'auto', got {G_k!r}.")
+        if not auto:
+            G_k = positive_finite("G_k", G_k)
+        if G_2 is not None:
+            G_2 = positive_finite("G_2", G_2)
+            if not auto and G_2 > G_k * (1 + 1e-12):
+                raise ParameterError(f"G_2 = {G_2} exceeds G_k = {G_k}, impossible for k ≥ 2 "
+                                     "(moments are monotone); check the moment bounds.")
         delta = probability("delta", delta)
-        lambda_scale = positive_finite("lambda_scale", lambda_scale)
+        for name, value in (("lambda_scale", lambda_scale), ("lambda_growth", lambda_growth)):
+            if value is not None:
+                positive_finite(name, value)
         if lam is not None:
             lam = positive_finite("lam", lam)
+        if max_phases is not None and (isinstance(max_phases, bool) or not isinstance(max_phases, int)
+                                       or max_phases < 1):
+            raise ParameterError("max_phases must be a positive integer.")
         if algorithm not in ALGORITHMS:
             raise ParameterError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}.")
         prof = get_profile(profile)
+        structured = not isinstance(self.model.loss.structure, GenericStructure)
+        if tail_share is None:
+            tail_share = 0.1 if (prof.name == "tight" and structured) or auto else 0.0
+        tail_share = float(tail_share)
+        if not 0.0 <= tail_share < 1.0 or math.isnan(tail_share):
+            raise ParameterError(f"tail_share must lie in [0, 1), got {tail_share}.")
+        if auto and tail_share == 0.0:
+            raise ParameterError("G_k='auto' needs a positive tail_share of ε to estimate it.")
+        if tail_share > 0 and not structured:
+            raise UncertifiableLossError("a private tail estimate needs per-example Lipschitz constants, "
+                                         "which cvxdp has for structured losses only; pass G_k and "
+                                         "tail_share=0.")
         erm = erm or ERMSettings()
-        if erm.method == "adaptive-subgradient" and isinstance(self.model.loss.structure,
-                                                                 GenericStructure):
+        if erm.method == "adaptive-subgradient" and not structured:
             raise UncertifiableLossError(
                 "Algorithm 4 (method='adaptive-subgradient') needs an exact subgradient oracle, which "
                 "cvxdp has for piecewise-linear and generalized-linear losses only; use method='conic'."
@@ -183,41 +219,96 @@ class PrivateProblem:
             raise ParameterError("boosting_groups must be a positive integer.")
         examples = self.model.bind(data)
         n, d, D = examples.m, self.model.dim, self.model.diameter
+        if n < max(10, 2 * d):
+            raise ParameterError(f"n = {n} examples are too few; at least {max(10, 2 * d)} needed.")
+        if algorithm == "population":
+            # the schedule's feasibility depends on n only: refuse before any noise is drawn
+            phase_schedule(n, d, eps, k, 1.0, 1.0, D, boosting_groups or 1)
         source = noise_source(random_state)
         ledger = PrivacyLedger(n, eps)
         schedule: PhaseSchedule | None = None
         timings: dict[str, float] = {"validation": time.perf_counter() - t0}
         t1 = time.perf_counter()
+        eps_fit = eps
+        if tail_share > 0:
+            eps_tail = tail_share * eps
+            grid = ({"low": 1e-6, "high": 1e10} if auto
+                    else {"low": 1e-4 * G_k, "high": 1e4 * G_k})
+            tail = private_tail_profile(self.model, examples, epsilon=eps_tail, ledger=ledger,
+                                        source=source, **grid)
+            eps_fit = eps - eps_tail
+            if auto:
+                G_k = tail.moment(k)
+                G_2 = min(G_2, G_k) if G_2 is not None else tail.moment(2.0)
+            if isinstance(prof, TightProfile):
+                prof = TightProfile(prof.kappa, tail=CombinedTail(tail, k, G_k))
+        G_2 = G_k if G_2 is None else min(G_2, G_k)
+        timings["tail"] = time.perf_counter() - t1
         if algorithm == "population":
             groups = boosting_groups
             if groups is None:
-                provisional = phase_schedule(n, d, eps, k, G_k, G_2, D, 1, lambda_scale=lambda_scale)
+                provisional = phase_schedule(n, d, eps_fit, k, G_k, G_2, D, 1)
                 groups = prof.boosting_groups(provisional.phases, delta)
-            schedule = phase_schedule(n, d, eps, k, G_k, G_2, D, groups, lambda_scale=lambda_scale)
+            beta_guess = delta / (4.0 * groups * 10.0)
+            if isinstance(prof, TightProfile) and lambda_scale is None and lambda_growth is None:
+                schedule = choose_schedule(n, d, eps_fit, k, G_k, G_2, D, prof, groups=groups,
+                                           beta=beta_guess)
+                if max_phases is not None and schedule.phases > max_phases:
+                    schedule = replace(schedule, sizes=schedule.sizes[:max_phases],
+                                       lambdas=schedule.lambdas[:max_phases])
+            else:
+                schedule = phase_schedule(n, d, eps_fit, k, G_k, G_2, D, groups,
+                                          lambda_scale=lambda_scale or 1.0,
+                                          growth=lambda_growth or 8.0, max_phases=max_phases)
             beta = delta / (2.0 * schedule.phases * groups * 2.0)
+            timings["schedule"] = time.perf_counter() - t1 - timings["tail"]
             bar = _progress(progress, schedule.phases * groups)
             try:
-                res = population_localization(self.model, examples, epsilon=eps, k=k, G_k=G_k, G_2=G_2,
-                                              schedule=schedule, beta=beta, profile=prof, ledger=ledger,
-                                              source=source, erm=erm, localize=localize, progress=bar)
+                res = population_localization(self.model, examples, epsilon=eps_fit, k=k, G_k=G_k,
+                                              G_2=G_2, schedule=schedule, beta=beta, profile=prof,
+                                              ledger=ledger, source=source, erm=erm, localize=localize,
+                                              progress=bar)
             finally:
                 if bar is not None:
                     bar.close()
             w, steps = res.w, res.steps
         else:
-            if n < max(10, 2 * d):
-                raise ParameterError(f"n = {n} examples are too few; at least {max(10, 2 * d)} needed.")
-            lam_used = lam if lam is not None else initial_lambda(n, d, eps, k, G_k, G_2, D, lambda_scale)
+            use_loc = localize and algorithm == "recursive"
+            if lam is not None:
+                lam_used = lam
+            elif lambda_scale is not None or not isinstance(prof, TightProfile):
+                lam_used = initial_lambda(n, d, eps_fit, k, G_k, G_2, D, lambda_scale or 1.0)
+            else:
+                lam_used = choose_single_lambda(n, d, eps_fit, k, G_k, G_2, D, prof, beta=delta / 2.0,
+                                                localize=use_loc)
             w0 = self.model.domain.make_feasible(self.model.domain.interior_point())
             res = recursive_localization(
-                self.model, examples, epsilon=eps, lam=lam_used, w0=w0, k=k, G_k=G_k, beta=delta / 2.0,
-                profile=prof, ledger=ledger, batch="all", batch_indices=np.arange(n), source=source,
-                erm=erm, localize=localize and algorithm == "recursive")
+                self.model, examples, epsilon=eps_fit, lam=lam_used, w0=w0, k=k, G_k=G_k,
+                beta=delta / 2.0, profile=prof, ledger=ledger, batch="all", batch_indices=np.arange(n),
+                source=source, erm=erm, localize=use_loc)
             w, steps = res.center, res.steps
         timings["fit"] = time.perf_counter() - t1
         ledger.verify()
         return PrivateResult(w=np.asarray(w, float), ledger=ledger, steps=steps, epsilon=eps,
-                             algorithm=algorithm, profile=prof.name, schedule=schedule, timings=timings)
+                             algorithm=algorithm, profile=prof.name, schedule=schedule, timings=timings,
+                             moment_bound=float(G_k))
+
+
+def choose_single_lambda(n: int, d: int, epsilon: float, k: float, G_k: float, G_2: float, D: float,
+                         profile, *, beta: float, localize: bool = True) -> float:
+    """``λ`` for a single regularized ERM minimizing ``λ(D/2)²/2 + 2G₂²/(λn) + G₂ R(λ)`` (public)."""
+    best_val, best_lam = math.inf, initial_lambda(n, d, epsilon, k, G_k, G_2, D)
+    for scale in np.logspace(-1, 2, 13):
+        lam = float(scale) * initial_lambda(n, d, epsilon, k, G_k, G_2, D)
+        if localize:
+            R = phase_radius(profile, m=n, d=d, epsilon=epsilon, lam=lam, k=k, G_k=G_k, D=D, beta=beta)
+        else:
+            R = min(profile.plan(R=D, lam=lam, m=n, d=d, eps=float(profile.round_epsilons(
+                epsilon, np.ones(1))[0]), beta=beta, k=k, G_k=G_k).radius_plus, D)
+        val = lam * (D / 2.0) ** 2 / 2.0 + 2.0 * G_2 * G_2 / (lam * n) + G_2 * R
+        if val < best_val:
+            best_val, best_lam = val, lam
+    return best_lam
 
 
 def _progress(enabled: bool, total: int):

@@ -48,19 +48,41 @@ def _public_record(result):
 @pytest.mark.parametrize("algorithm", ["population", "recursive", "output-perturbation"])
 @pytest.mark.parametrize("profile", ["tight", "paper"])
 def test_noise_scales_do_not_depend_on_the_data(algorithm, profile):
-    """Neighbouring data sets — one example replaced by a huge outlier — get identical noise scales."""
+    """Neighbouring data sets — one example replaced by a huge outlier — get identical noise scales.
+
+    With ``tail_share=0`` every scale is a function of the public inputs alone.
+    """
     task, model = _lad(n=1500)
     X, y = task.X_train.copy(), task.y_train.copy()
     X2, y2 = X.copy(), y.copy()
     X2[7] = 1e6 * np.array([1.0, -2.0, 0.5])
     y2[7] = -3e6
-    kw = dict(epsilon=1.0, moment_k=4.0, G_k=task.G(4.0), algorithm=algorithm, profile=profile)
+    kw = dict(epsilon=1.0, moment_k=4.0, G_k=task.G(4.0), algorithm=algorithm, profile=profile,
+              tail_share=0.0)
     r1 = PrivateProblem(model).solve({"x": X, "y": y}, random_state=3, **kw)
     r2 = PrivateProblem(model).solve({"x": X2, "y": y2}, random_state=3, **kw)
     assert _public_record(r1) == _public_record(r2)
     for r in (r1, r2):
         assert r.ledger.spent <= 1.0 + 1e-12
         assert model.domain.contains(r.w)
+
+
+@pytest.mark.parametrize("algorithm", ["population", "output-perturbation"])
+def test_noise_scales_depend_only_on_released_tail_estimates(algorithm):
+    """With the private tail histogram, scales are functions of public inputs and that DP release.
+
+    A response outlier leaves every per-example Lipschitz constant ``||x_i||`` (so
+    the histogram's counts) unchanged: with the same noise, the released
+    histogram and therefore every scale must be identical.
+    """
+    task, model = _lad(n=1500)
+    y2 = task.y_train.copy()
+    y2[3] = 1e6
+    kw = dict(epsilon=1.0, moment_k=4.0, G_k=task.G(4.0), algorithm=algorithm, random_state=5)
+    r1 = PrivateProblem(model).solve({"x": task.X_train, "y": task.y_train}, **kw)
+    r2 = PrivateProblem(model).solve({"x": task.X_train, "y": y2}, **kw)
+    assert r1.ledger.entries[0].mechanism == "private tail histogram"
+    assert _public_record(r1) == _public_record(r2)
 
 
 def test_ledger_accounts_parallel_batches():
@@ -70,9 +92,10 @@ def test_ledger_accounts_parallel_batches():
     spent = r.ledger.per_example()
     assert r.ledger.spent == pytest.approx(0.7)
     assert np.all(spent <= 0.7 + 1e-12)
-    # every phase spends the full budget on its own, disjoint batch; leftovers spend nothing
-    assert set(np.round(spent, 9)) <= {0.0, 0.7}
-    assert r.schedule is not None and (spent > 0).sum() == sum(r.schedule.sizes)
+    # the tail histogram reads everyone (0.1 ε); every phase then spends the rest on its own,
+    # disjoint batch; examples left over after the last phase spent only the histogram's share
+    assert set(np.round(spent, 9)) <= {0.07, 0.7}
+    assert r.schedule is not None and (spent > 0.07 + 1e-9).sum() == sum(r.schedule.sizes)
 
 
 BAD = [

@@ -14,12 +14,21 @@ value that is exact or a certified upper bound (Minkowski).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.special import gammaln
 
 from cvxdp._validation import positive_finite, positive_int
+from cvxdp.datasets.population import (
+    high_leverage_parts,
+    hinge_t_risk,
+    minimize_on_segment,
+    student_t_lad_risk,
+)
+
+_KS = (2.0, 2.5, 3.0, 4.0, 6.0, 8.0)
 
 
 def student_t_norm_moment(d: int, nu: float, k: float) -> float:
@@ -63,10 +72,21 @@ class Task:
     w_star: np.ndarray | None = None
     description: str = ""
     meta: dict = field(default_factory=dict)
+    risk: Callable[[np.ndarray], float] | None = field(default=None, repr=False)
 
     @property
     def d(self) -> int:
         return int(self.X_train.shape[1])
+
+    def population_risk(self, w: np.ndarray) -> float:
+        """``F(w) = E f(w, z)`` under the generating law (quadrature, not a sample average)."""
+        if self.risk is None:
+            raise NotImplementedError(f"{self.name} has no closed-form population risk")
+        return float(self.risk(np.asarray(w, float)))
+
+    def excess_risk(self, w: np.ndarray) -> float:
+        """``F(w) − min_W F``."""
+        return self.population_risk(w) - self.population_risk(self.w_star)
 
     def G(self, k: float) -> float:
         """``G_k`` (raises if the task's law has no finite k-th moment)."""
@@ -89,11 +109,15 @@ def student_t_lad(n: int = 10_000, d: int = 10, nu: float = 5.0, noise: float = 
     w_star /= np.linalg.norm(w_star)
     X = multivariate_t(rng, n + n_test, d, nu)
     y = X @ w_star + noise * rng.standard_normal(n + n_test)
-    moments = {k: student_t_norm_moment(d, nu, k) ** (1.0 / k) for k in (2.0, 2.5, 3.0, 4.0) if k < nu}
+    moments = {k: student_t_norm_moment(d, nu, k) ** (1.0 / k) for k in _KS if k < nu}
+
+    def risk(w: np.ndarray) -> float:
+        return float(student_t_lad_risk(np.linalg.norm(w - w_star), nu, noise)[0])
+
     return Task(name=f"student-t LAD (ν={nu:g}, d={d})", loss="absolute", X_train=X[:n], y_train=y[:n],
                 X_test=X[n:], y_test=y[n:], radius=radius or 2.0, moments=moments, w_star=w_star,
                 description="well-specified LAD with multivariate Student-t features",
-                meta={"nu": nu, "noise": noise})
+                meta={"nu": nu, "noise": noise}, risk=risk)
 
 
 def student_t_hinge(n: int = 10_000, d: int = 10, nu: float = 5.0, separation: float = 1.0,
@@ -110,10 +134,18 @@ def student_t_hinge(n: int = 10_000, d: int = 10, nu: float = 5.0, separation: f
     y = np.where(rng.random(n + n_test) < 0.5, -1.0, 1.0)
     X = y[:, None] * mu + spread * multivariate_t(rng, n + n_test, d, nu)
     moments = {k: float(np.linalg.norm(mu)) + spread * student_t_norm_moment(d, nu, k) ** (1.0 / k)
-               for k in (2.0, 2.5, 3.0, 4.0) if k < nu}
+               for k in _KS if k < nu}
+    mu_hat = mu / np.linalg.norm(mu)
+
+    def risk(w: np.ndarray) -> float:
+        # y <x, w> = <μ, w> + σ y <T, w> and y <T, w> ~ ||w|| t_ν
+        return float(hinge_t_risk(1.0 - mu @ w, spread * np.linalg.norm(w), nu))
+
+    # the minimizer over the ball is r μ/||μ||: for fixed ||w||, <μ, w> is largest along μ
+    r_star = minimize_on_segment(lambda r: risk(r * mu_hat), 0.0, radius)
     return Task(name=f"student-t hinge (ν={nu:g}, d={d})", loss="hinge", X_train=X[:n], y_train=y[:n],
-                X_test=X[n:], y_test=y[n:], radius=radius, moments=moments, w_star=None,
-                description="two Student-t classes around ±μ", meta={"nu": nu, "mu": mu})
+                X_test=X[n:], y_test=y[n:], radius=radius, moments=moments, w_star=r_star * mu_hat,
+                description="two Student-t classes around ±μ", meta={"nu": nu, "mu": mu}, risk=risk)
 
 
 def high_leverage_tail(n: int = 10_000, d: int = 10, p: float = 0.05, tail_index: float = 4.5,
@@ -146,21 +178,64 @@ def high_leverage_tail(n: int = 10_000, d: int = 10, p: float = 0.05, tail_index
     w_row = np.where(tail[:, None], w2, w1)
     y = np.einsum("nd,nd->n", X, w_row) + noise * rng.standard_normal(N)
     moments = {}
-    for k in (2.0, 2.5, 3.0, 4.0):
+    for k in _KS:
         if k < tail_index:
             gauss = math.exp((k / 2.0) * math.log(2.0) + gammaln((d + k) / 2.0) - gammaln(d / 2.0))
             pareto = scale**k * tail_index / (tail_index - k)
             moments[k] = ((1.0 - p) * gauss + p * pareto) ** (1.0 / k)
+    gap = float(np.linalg.norm(w2 - w1))
+
+    def risk(w: np.ndarray, clip: float | None = None) -> float:
+        bulk, tl = high_leverage_parts(np.linalg.norm(w - w1), np.linalg.norm(w - w2), d, tail_index,
+                                       scale, noise, clip)
+        return float((1.0 - p) * bulk[0] + p * tl[0])
+
+    def on_segment(theta: float, clip: float | None = None) -> float:
+        # both terms grow with the distances to w₁ and w₂, so minimizers lie on the segment w₁w₂
+        bulk, tl = high_leverage_parts(theta * gap, (1.0 - theta) * gap, d, tail_index, scale, noise,
+                                       clip)
+        return float((1.0 - p) * bulk[0] + p * tl[0])
+
+    theta_star = minimize_on_segment(on_segment)
+    w_star = w1 + theta_star * (w2 - w1)
+
+    def clipped_minimizer(C: float) -> np.ndarray:
+        """Population minimizer of the C-clipped (reweighted) loss, on the segment ``w₁w₂``."""
+        th = minimize_on_segment(lambda t: on_segment(t, C))
+        return w1 + th * (w2 - w1)
+
     return Task(name=f"high-leverage tail LAD (p={p:g}, Pareto({tail_index:g}) scale {scale:g}, d={d})",
                 loss="absolute", X_train=X[:n], y_train=y[:n], X_test=X[n:], y_test=y[n:],
-                radius=radius, moments=moments, w_star=None,
+                radius=radius, moments=moments, w_star=w_star,
                 description="Gaussian bulk plus a rare high-leverage tail with a different slope",
                 meta={"p": p, "tail_index": tail_index, "scale": scale, "w1": w1, "w2": w2,
-                      "noise": noise})
+                      "noise": noise, "clipped_minimizer": clipped_minimizer}, risk=risk)
+
+
+def linear_lower_bound(n: int = 10_000, d: int = 10, p: float = 0.01, magnitude: float = 10.0,
+                       n_test: int = 10, seed: int | None = 0, radius: float = 1.0) -> Task:
+    """The paper's lower-bound instance: ``f(w, z) = −<w, z>``, ``z = a v`` w.p. ``p``, else 0.
+
+    ``A(z) = ||z||``: ``G_k = a p^{1/k}`` exactly.  ``F(w) = −p a <w, v>`` and the
+    minimizer over the ball of radius ``R`` is ``R v``: ``F(w) − F* = p a (R − <w, v>)``.
+    """
+    rng = np.random.default_rng(seed)
+    v = rng.normal(size=d)
+    v /= np.linalg.norm(v)
+    N = n + n_test
+    Z = np.where((rng.random(N) < p)[:, None], magnitude * v, 0.0)
+    moments = {k: magnitude * p ** (1.0 / k) for k in _KS}
+    return Task(name=f"linear lower-bound instance (p={p:g}, a={magnitude:g}, d={d})", loss="affine",
+                X_train=-Z[:n], y_train=np.zeros(n), X_test=-Z[n:], y_test=np.zeros(n_test),
+                radius=radius, moments=moments, w_star=radius * v,
+                description="f(w, z) = −<w, z> with a rare large z (Theorem 4.1's hard instance)",
+                meta={"p": p, "magnitude": magnitude, "v": v},
+                risk=lambda w: float(-p * magnitude * (w @ v)))
 
 
 TASKS = {
     "student-t-lad": student_t_lad,
     "student-t-hinge": student_t_hinge,
     "high-leverage-tail": high_leverage_tail,
+    "linear-lower-bound": linear_lower_bound,
 }

@@ -11,7 +11,8 @@ without knowing its Lipschitz constant (heavy tails: it may be huge):
 
 stopping at the first ``t`` with ``3 D_K sqrt(S_t) / t ≤ α`` and returning the
 average iterate, which is then an ``α``-minimizer (Prop. 2.8); ``D_K =
-sqrt(m+1) diam(U)``.  It halts within ``⌈(3 D_K L/α)²⌉`` steps — exact, and far
+sqrt(m diam(U)² + diam(W)²)`` (``= sqrt(m+1) diam(U)`` when ``w`` ranges over
+``U``).  It halts within ``⌈(3 D_K L/α)²⌉`` steps — exact, and far
 too slow at the accuracies output perturbation needs, so cvxdp keeps it as
 the provably terminating reference and as an explicit option.  Projections
 onto ``U`` are blockwise, each with accuracy ``ξ_t / sqrt(m+1)`` (Lemma 2.7
@@ -64,19 +65,20 @@ def adaptive_subgradient(problem: RegularizedERM, alpha: float, max_iterations: 
     """Run Algorithm 4 until its stopping rule certifies ``α`` (or ``max_iterations`` is reached)."""
     t0 = time.perf_counter()
     ex, U, C, lam, w0 = problem.examples, problem.region, problem.C, problem.lam, problem.w0
+    Wf = problem.feasible_set
     m, d = ex.m, problem.dim
-    D_K = math.sqrt(m + 1) * U.diameter
-    w = U.make_feasible(problem.w0 if start is None else np.asarray(start, float))
+    D_K = math.sqrt(m * U.diameter**2 + Wf.diameter**2)
+    w = Wf.make_feasible(problem.w0 if start is None else np.asarray(start, float))
     Y = np.tile(w, (m, 1))
     sum_w = np.zeros(d)
     sum_y = np.zeros((m, d))
     S = 0.0
     per_block = 1.0 / math.sqrt(m + 1)
 
-    def project(points: np.ndarray, xi: float) -> np.ndarray:
-        if isinstance(U, LocalizedDomain):
-            return inexact_projection(U.base, U.center, U.radius, points, max(xi * per_block, 1e-300))
-        return U.project(points)
+    def project(points: np.ndarray, xi: float, S=U) -> np.ndarray:
+        if isinstance(S, LocalizedDomain):
+            return inexact_projection(S.base, S.center, S.radius, points, max(xi * per_block, 1e-300))
+        return S.project(points)
 
     for t in range(1, max_iterations + 1):
         sum_w += w
@@ -92,13 +94,13 @@ def adaptive_subgradient(problem: RegularizedERM, alpha: float, max_iterations: 
                                              bound_iterations=None, seconds=time.perf_counter() - t0)
         S += sq
         if 3.0 * D_K * math.sqrt(S) / t <= alpha:
-            w_bar = U.make_feasible(sum_w / t)
+            w_bar = Wf.make_feasible(sum_w / t)
             return AdaptiveSubgradientResult(w=w_bar, iterations=t, converged=True,
                                              bound_iterations=None, seconds=time.perf_counter() - t0)
         eta = D_K / math.sqrt(S)
         xi = D_K * sq / (3.0 * S)
-        w = project((w - eta * g_w)[None, :], xi)[0]
+        w = project((w - eta * g_w)[None, :], xi, Wf)[0]
         Y = project(Y - eta * g_y, xi)
-    return AdaptiveSubgradientResult(w=U.make_feasible(sum_w / max_iterations), iterations=max_iterations,
+    return AdaptiveSubgradientResult(w=Wf.make_feasible(sum_w / max_iterations), iterations=max_iterations,
                                      converged=False, bound_iterations=None,
                                      seconds=time.perf_counter() - t0)

@@ -115,7 +115,7 @@ def ellipsoid_method(problem: RegularizedERM, alpha: float, center: np.ndarray, 
     lower = -math.inf
     it = 0
     for it in range(1, n_iter + 1):
-        sep = separating_cut(problem.region, x)
+        sep = separating_cut(problem.feasible_set, x)
         if sep is None:
             upper, cut = evaluate_upper(problem, x, tol)
             cuts.append(cut)
@@ -159,7 +159,7 @@ def ellipsoid_method(problem: RegularizedERM, alpha: float, center: np.ndarray, 
     if cuts:
         lower = max(lower, bundle_lower_bound(problem, cuts)[0])
     if best_w is None:
-        best_w = problem.region.make_feasible(np.asarray(center, float))
+        best_w = problem.feasible_set.make_feasible(np.asarray(center, float))
         best_upper, cut = evaluate_upper(problem, best_w, tol)
         lower = max(lower, bundle_lower_bound(problem, [*cuts, cut])[0])
     return CuttingPlaneResult(w=best_w, upper=best_upper, lower=lower, iterations=it, bound=bound,

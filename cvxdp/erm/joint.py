@@ -95,7 +95,7 @@ def solve_joint(problem: RegularizedERM, settings: ConicSettings) -> JointSoluti
     c_heavy = c_copies + n_groups * d
     c_light = c_heavy + mh * nH
     c_waux = c_light + ml * nL
-    n = c_waux + nU
+    n = c_waux + problem.feasible_set.cone_rows().n_aux
     copy_cols = c_copies + group[:, None] * d + np.arange(d)[None, :]  # (m, d) per example
     builder = ProgramBuilder(n)
     # 1. copies: w_g − w = 0
@@ -152,16 +152,17 @@ def solve_joint(problem: RegularizedERM, settings: ConicSettings) -> JointSoluti
         obj = np.broadcast_to(bL.objective, (ml, d + 1 + nA)) / m
         np.add.at(q, copy_cols[L].ravel(), obj[:, :d].ravel())
         q[(base + np.arange(nL)).ravel()] += obj[:, d:].ravel()
-    # 4. w ∈ U
-    ur, uc = np.nonzero(rows_U.A_y)
-    wr, wc, wv = [ur], [uc], [rows_U.A_y[ur, uc]]
-    if nU:
-        ar, ac = np.nonzero(rows_U.A_aux)
+    # 4. w in its feasible set (U itself, or W inside U)
+    rows_Wf = problem.feasible_set.cone_rows()
+    ur, uc = np.nonzero(rows_Wf.A_y)
+    wr, wc, wv = [ur], [uc], [rows_Wf.A_y[ur, uc]]
+    if rows_Wf.n_aux:
+        ar, ac = np.nonzero(rows_Wf.A_aux)
         wr.append(ar)
         wc.append(c_waux + ac)
-        wv.append(rows_U.A_aux[ar, ac])
-    builder.add_rows(np.concatenate(wr), np.concatenate(wc), np.concatenate(wv), rows_U.b,
-                     rows_U.cones)
+        wv.append(rows_Wf.A_aux[ar, ac])
+    builder.add_rows(np.concatenate(wr), np.concatenate(wc), np.concatenate(wv), rows_Wf.b,
+                     rows_Wf.cones)
     if settings.solver == "clarabel":
         P = sp.diags(np.concatenate([np.full(d, lam), np.zeros(n - d)]), format="csc")
         prog = builder.build(q, P)
@@ -184,7 +185,7 @@ def solve_joint(problem: RegularizedERM, settings: ConicSettings) -> JointSoluti
         raise SolverError(f"the joint program's solver returned status {sol.status} without usable "
                           "points")
     w = sol.x[:d].copy()
-    w_feas = problem.region.make_feasible(w)
+    w_feas = problem.feasible_set.make_feasible(w)
     G = np.zeros((m, d))
     beta = np.zeros(m)
     if mh:

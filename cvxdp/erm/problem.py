@@ -36,7 +36,13 @@ from cvxdp.model import Model
 
 @dataclass
 class RegularizedERM:
-    """``min_{w∈U} (1/m) Σ f_{C,U}(w, z_i) + (λ/2)||w − w₀||²`` (all fields public except the data)."""
+    """``min_{w∈U} (1/m) Σ f_{C,U}(w, z_i) + (λ/2)||w − w₀||²`` (all fields public except the data).
+
+    ``region`` is the extension's set ``U``; ``w`` ranges over ``w_domain`` when
+    given (it must lie inside ``U``), else over ``U`` itself — the paper's
+    setting.  A separate ``w_domain`` serves the classical clipping baseline,
+    whose extension is over (nearly) all of ``R^d`` while ``w`` stays in ``W``.
+    """
 
     model: Model
     examples: Examples
@@ -44,7 +50,13 @@ class RegularizedERM:
     C: float
     lam: float
     w0: np.ndarray
+    w_domain: Domain | None = None
     extension: LipschitzExtension = field(init=False, repr=False)
+
+    @property
+    def feasible_set(self) -> Domain:
+        """The set ``w`` ranges over."""
+        return self.region if self.w_domain is None else self.w_domain
 
     def __post_init__(self) -> None:
         self.C = positive_finite("C", self.C)
@@ -67,7 +79,7 @@ class RegularizedERM:
 
     def lipschitz_bound(self) -> float:
         """A bound on ``F``'s Lipschitz constant on ``U``: ``C + λ (diam U + dist(w₀, U))``."""
-        c, r = self.region.bounding_ball()
+        c, r = self.feasible_set.bounding_ball()
         reach = float(np.linalg.norm(self.w0 - c)) + r
         return self.C + self.lam * reach
 
@@ -138,7 +150,7 @@ def model_minimum(problem: RegularizedERM, g: np.ndarray, beta: float) -> float:
     """Certified lower bound on ``min_{w∈U} <g, w> + β + (λ/2)||w − w₀||²``."""
     lam, w0 = problem.lam, problem.w0
     center = w0 - g / lam
-    dist = distance_lower_bound(problem.region, center)
+    dist = distance_lower_bound(problem.feasible_set, center)
     gw0 = float(g @ w0)
     gg = float(g @ g) / (2.0 * lam)
     val = gw0 - gg + beta + 0.5 * lam * dist * dist
@@ -148,7 +160,7 @@ def model_minimum(problem: RegularizedERM, g: np.ndarray, beta: float) -> float:
 
 
 def evaluate_upper(problem: RegularizedERM, w: np.ndarray, tolerance: float) -> tuple[float, Cut]:
-    """Certified ``F(w)`` upper bound at a point of ``U``, and the oracle's cut at ``w``."""
+    """Certified ``F(w)`` upper bound at a point of the feasible set, and the oracle's cut at ``w``."""
     ev = problem.extension.evaluate(w, problem.examples, tolerance=tolerance)
     reg = problem.regularizer(w)
     upper = float(np.mean(ev.upper)) + reg
@@ -175,7 +187,7 @@ def bundle_lower_bound(problem: RegularizedERM, cuts: list[Cut]) -> tuple[float,
     d = problem.dim
     G = np.stack([c.g for c in cuts])
     B = np.array([c.beta for c in cuts])
-    rows = problem.region.cone_rows()
+    rows = problem.feasible_set.cone_rows()
     n = d + 1 + rows.n_aux
     builder = ProgramBuilder(n)
     # s_j = s − g_jᵀ w − β_j ≥ 0   →  A x = g_jᵀ w − s, b = −β_j

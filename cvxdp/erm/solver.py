@@ -130,7 +130,7 @@ def solve_certified(problem: RegularizedERM, alpha: float, settings: ERMSettings
                 center = best[1]
                 radius = math.sqrt(2.0 * max(best[0], alpha) / problem.lam) * (1.0 + 1e-6)
             else:
-                center, radius = problem.region.bounding_ball()
+                center, radius = problem.feasible_set.bounding_ball()
             try:
                 res = ellipsoid_method(problem, alpha, center, radius,
                                        max_iterations=settings.cutting_plane_iterations,
@@ -140,7 +140,7 @@ def solve_certified(problem: RegularizedERM, alpha: float, settings: ERMSettings
             except (SolverError, CertificationError) as exc:
                 notes.append(f"cutting-plane refinement failed: {exc}")
     elif settings.method == "cutting-plane":
-        c, r = problem.region.bounding_ball()
+        c, r = problem.feasible_set.bounding_ball()
         res = ellipsoid_method(problem, alpha, c, r * (1.0 + 1e-9),
                                max_iterations=settings.cutting_plane_iterations, oracle_tolerance=tol)
         iterations += res.iterations

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -45,6 +46,8 @@ class PhaseSchedule:
     lambdas: tuple[float, ...]
     groups: int
     lambda_1: float
+    growth: float = 8.0
+    proxy: float = float("nan")
 
     @property
     def phases(self) -> int:
@@ -59,7 +62,7 @@ def initial_lambda(n: int, d: int, epsilon: float, k: float, G_k: float, G_2: fl
 
 def phase_schedule(n: int, d: int, epsilon: float, k: float, G_k: float, G_2: float, D: float,
                    groups: int = 1, min_group_size: int | None = None, lambda_scale: float = 1.0,
-                   max_phases: int | None = None) -> PhaseSchedule:
+                   max_phases: int | None = None, growth: float = 8.0) -> PhaseSchedule:
     """Batch sizes and regularization of every phase (public: depends on ``n`` only, not the data)."""
     min_size = min_group_size or max(10, 2 * d)
     sizes: list[int] = []
@@ -80,8 +83,94 @@ def phase_schedule(n: int, d: int, epsilon: float, k: float, G_k: float, G_2: fl
             "data or use algorithm='recursive'."
         )
     lam1 = initial_lambda(n, d, epsilon, k, G_k, G_2, D, lambda_scale)
-    lambdas = tuple(lam1 * 8.0 ** i for i in range(len(sizes)))
-    return PhaseSchedule(sizes=tuple(sizes), lambdas=lambdas, groups=groups, lambda_1=lam1)
+    lambdas = tuple(lam1 * growth ** i for i in range(len(sizes)))
+    return PhaseSchedule(sizes=tuple(sizes), lambdas=lambdas, groups=groups, lambda_1=lam1, growth=growth)
+
+
+def phase_radius(profile, *, m: int, d: int, epsilon: float, lam: float, k: float, G_k: float, D: float,
+                 beta: float, max_rounds: int = 8) -> float:
+    """The public final radius ``R_S`` of Algorithm 3 on one batch (simulated from the profile's plans)."""
+    from cvxdp.localization.recursive import allocation
+
+    S = profile.rounds(d=d, m=m, epsilon=epsilon, lam=lam, k=k, G_k=G_k, D=D, beta=beta,
+                       max_rounds=max_rounds)
+    thetas = allocation(S, k)
+    eps_j = profile.round_epsilons(epsilon, thetas)
+    R = D
+    final = D
+    for j in range(S):
+        plan = profile.plan(R=R, lam=lam, m=m, d=d, eps=float(eps_j[j]), beta=float(beta * thetas[j]),
+                            k=k, G_k=G_k)
+        final = plan.radius_plus
+        R = min(2.0 * final, D)
+    return float(min(final, D))
+
+
+def schedule_proxy(schedule: PhaseSchedule, profile, *, d: int, epsilon: float, k: float, G_k: float,
+                   G_2: float, D: float, beta: float) -> list[float]:
+    """The telescoped excess-risk bound after each phase ``T' ≤ T`` (public).
+
+    With ``ŵ_t`` the exact regularized minimizer of phase ``t`` and ``R_t`` the
+    public radius of its private output, regularized-ERM stability
+    (``2G₂²/(λn)``) and the telescoping ``F(ŵ_t) − F(ŵ_{t−1})`` give
+
+        F(w_T) − F* ≲ λ₁ (D/2)²/2 + Σ_t 2G₂²/(λ_t n_t) + Σ_{t≥2} λ_t R_{t−1}²/2 + G₂ R_T.
+    """
+    out = []
+    total = schedule.lambdas[0] * (D / 2.0) ** 2 / 2.0
+    prev_R = None
+    for n_t, lam in zip(schedule.sizes, schedule.lambdas, strict=True):
+        m = n_t // schedule.groups
+        R = phase_radius(profile, m=m, d=d, epsilon=epsilon, lam=lam, k=k, G_k=G_k, D=D, beta=beta)
+        total += 2.0 * G_2 * G_2 / (lam * n_t)
+        if prev_R is not None:
+            total += lam * prev_R * prev_R / 2.0
+        out.append(total + G_2 * R)
+        prev_R = R
+    return out
+
+
+def choose_schedule(n: int, d: int, epsilon: float, k: float, G_k: float, G_2: float, D: float,
+                    profile, *, groups: int = 1, beta: float = 1e-3,
+                    scales: tuple[float, ...] = tuple(np.logspace(-1, 2, 10)),
+                    growths: tuple[float, ...] = (2.0, 4.0, 8.0)) -> PhaseSchedule:
+    """The schedule (``λ₁`` scale, growth, number of phases) minimizing :func:`schedule_proxy`.
+
+    A search over public quantities only; the paper's schedule (growth 8,
+    scale 1, all phases) is one of the candidates.  Results for profiles
+    without a private tail estimate depend only on the arguments and are cached.
+    """
+    if getattr(profile, "tail", None) is None:
+        return _cached_schedule(n, d, epsilon, k, G_k, G_2, D, type(profile), getattr(profile, "kappa", 0.0),
+                                groups, beta, scales, growths)
+    return _search_schedule(n, d, epsilon, k, G_k, G_2, D, profile, groups=groups, beta=beta,
+                            scales=scales, growths=growths)
+
+
+@lru_cache(maxsize=256)
+def _cached_schedule(n, d, epsilon, k, G_k, G_2, D, profile_type, kappa, groups, beta, scales, growths):
+    profile = profile_type(kappa) if kappa else profile_type()
+    return _search_schedule(n, d, epsilon, k, G_k, G_2, D, profile, groups=groups, beta=beta,
+                            scales=scales, growths=growths)
+
+
+def _search_schedule(n: int, d: int, epsilon: float, k: float, G_k: float, G_2: float, D: float,
+                     profile, *, groups: int = 1, beta: float = 1e-3,
+                    scales: tuple[float, ...] = tuple(np.logspace(-1, 2, 10)),
+                    growths: tuple[float, ...] = (2.0, 4.0, 8.0)) -> PhaseSchedule:
+    best: PhaseSchedule | None = None
+    for growth in growths:
+        for scale in scales:
+            full = phase_schedule(n, d, epsilon, k, G_k, G_2, D, groups, lambda_scale=float(scale),
+                                  growth=growth)
+            proxies = schedule_proxy(full, profile, d=d, epsilon=epsilon, k=k, G_k=G_k, G_2=G_2, D=D,
+                                     beta=beta)
+            T = int(np.argmin(proxies)) + 1
+            if best is None or proxies[T - 1] < best.proxy:
+                best = PhaseSchedule(sizes=full.sizes[:T], lambdas=full.lambdas[:T], groups=groups,
+                                     lambda_1=full.lambda_1, growth=growth, proxy=float(proxies[T - 1]))
+    assert best is not None
+    return best
 
 
 def majority_vote(candidates: np.ndarray, radius: float) -> int:

@@ -44,7 +44,7 @@ def snap_radius(d: int, scale: float) -> float:
     return math.sqrt(d) * snap_granularity(scale) / 2.0
 
 
-def extension_bias_mean(C: float, k: float, G_k: float) -> float:
+def extension_bias_mean(C: float | np.ndarray, k: float, G_k: float) -> float | np.ndarray:
     """``sup E(A − C)₊`` over all distributions with ``E A^k ≤ G_k^k`` (``A ≥ 0``).
 
     The extremal law has two atoms, 0 and ``a`` with probability ``min(1, G^k/a^k)``;
@@ -52,30 +52,37 @@ def extension_bias_mean(C: float, k: float, G_k: float) -> float:
     the value ``G^k (k−1)^{k−1} / (k^k C^{k−1})`` when ``a* ≥ G`` (else
     ``G − C``).  This is ``(1 − 1/k)^k`` times the paper's Markov-integral bound
     ``G^k / ((k−1) C^{k−1})`` — sharper by ``≈ e`` for large ``k``, and exact.
+    Vectorized over ``C``.
     """
-    a = k * C / (k - 1.0)
-    if a <= G_k:
-        return max(G_k - C, 0.0)
-    return math.exp(k * math.log(G_k) + (k - 1.0) * math.log(k - 1.0) - k * math.log(k)
-                    - (k - 1.0) * math.log(C))
+    Ca = np.asarray(C, dtype=float)
+    a = k * Ca / (k - 1.0)
+    with np.errstate(divide="ignore"):
+        tail = np.exp(k * math.log(G_k) + (k - 1.0) * math.log(k - 1.0) - k * math.log(k)
+                      - (k - 1.0) * np.log(Ca))
+    out = np.where(a <= G_k, np.maximum(G_k - Ca, 0.0), tail)
+    return float(out) if np.ndim(C) == 0 else out
 
 
-def extension_bias_second_moment(C: float, k: float, G_k: float) -> float:
+def extension_bias_second_moment(C: float | np.ndarray, k: float, G_k: float) -> float | np.ndarray:
     """``sup E(A − C)₊²`` under ``E A^k ≤ G_k^k`` (infinite for ``k ≤ 2``).
 
     Same two-atom argument with ``a** = kC/(k−2)``:
     ``4 G^k (k−2)^{k−2} / (k^k C^{k−2})`` when ``a** ≥ G`` (else ``(G − C)²``).
     """
+    Ca = np.asarray(C, dtype=float)
     if k <= 2.0:
-        return math.inf
-    a = k * C / (k - 2.0)
-    if a <= G_k:
-        return max(G_k - C, 0.0) ** 2
-    return 4.0 * math.exp(k * math.log(G_k) + (k - 2.0) * math.log(k - 2.0) - k * math.log(k)
-                          - (k - 2.0) * math.log(C))
+        out = np.full(Ca.shape, math.inf)
+    else:
+        a = k * Ca / (k - 2.0)
+        with np.errstate(divide="ignore"):
+            tail = 4.0 * np.exp(k * math.log(G_k) + (k - 2.0) * math.log(k - 2.0) - k * math.log(k)
+                                - (k - 2.0) * np.log(Ca))
+        out = np.where(a <= G_k, np.maximum(G_k - Ca, 0.0) ** 2, tail)
+    return float(out) if np.ndim(C) == 0 else out
 
 
-def empirical_bias_bound(C: float, k: float, G_k: float, m: int, beta: float) -> float:
+def empirical_bias_bound(C: float | np.ndarray, k: float, G_k: float, m: int,
+                         beta: float) -> float | np.ndarray:
     """A bound ``T`` with ``P((1/m) Σ (A_i − C)₊ > T) ≤ β`` for i.i.d. ``A_i`` with ``E A^k ≤ G_k^k``.
 
     The smaller of Markov (``μ/β``) and Cantelli
@@ -83,11 +90,26 @@ def empirical_bias_bound(C: float, k: float, G_k: float, m: int, beta: float) ->
     above.  Both are deterministic functions of public inputs, so the smaller
     one is a valid level-``β`` bound.  Affects utility (the radius) only.
     """
-    mu = extension_bias_mean(C, k, G_k)
+    mu = np.asarray(extension_bias_mean(C, k, G_k))
+    var = np.asarray(extension_bias_second_moment(C, k, G_k))
     markov = mu / beta
-    var = extension_bias_second_moment(C, k, G_k)
-    cantelli = mu + math.sqrt(var * (1.0 - beta) / (beta * m)) if math.isfinite(var) else math.inf
-    return min(markov, cantelli)
+    with np.errstate(invalid="ignore"):
+        cantelli = np.where(np.isfinite(var), mu + np.sqrt(var * (1.0 - beta) / (beta * m)), np.inf)
+    out = np.minimum(markov, cantelli)
+    return float(out) if np.ndim(C) == 0 else out
+
+
+class MomentTail:
+    """The worst-case tail model: only ``E A^k ≤ G_k^k`` is known (public)."""
+
+    def __init__(self, k: float, G_k: float) -> None:
+        self.k, self.G_k = float(k), float(G_k)
+
+    def bias_bound(self, C: np.ndarray, m: int, beta: float) -> np.ndarray:
+        return np.asarray(empirical_bias_bound(C, self.k, self.G_k, m, beta))
+
+    def scale(self) -> float:
+        return self.G_k
 
 
 def gamma_quantile(d: int, scale: float, beta: float) -> float:
@@ -96,7 +118,7 @@ def gamma_quantile(d: int, scale: float, beta: float) -> float:
 
 
 def _c_grid(G_k: float) -> np.ndarray:
-    return G_k * np.logspace(-3, 3, 601)
+    return G_k * np.logspace(-3, 3, 241)
 
 
 def certifiable_accuracy(C: float, lam: float, R: float) -> float:
@@ -142,14 +164,21 @@ class TightProfile(Profile):
     accuracy_share:
         ``κ``: the optimization error may inflate the sensitivity by a factor
         ``1 + κ`` (``α = κ² C² / (2 λ m²)``, so ``2 sqrt(2α/λ) = κ · 2C/(λm)``).
+    tail:
+        The model of the per-example Lipschitz constants ``A(z)`` used for the
+        extension's bias: ``None`` for the worst case under the public moment
+        bound (:class:`MomentTail`), or a private estimate
+        (:class:`~cvxdp.moments.TailProfile`).  Utility only: the noise never
+        depends on it.
     """
 
     name = "tight"
 
-    def __init__(self, accuracy_share: float = 0.05) -> None:
+    def __init__(self, accuracy_share: float = 0.05, tail: object | None = None) -> None:
         if not 0 < accuracy_share < 1:
             raise ValueError("accuracy_share must lie in (0, 1)")
         self.kappa = float(accuracy_share)
+        self.tail = tail
 
     def round_epsilons(self, epsilon: float, thetas: np.ndarray) -> np.ndarray:
         """``ε_j = ε θ_j``: the whole budget, split geometrically (``Σ θ_j = 1``)."""
@@ -175,21 +204,18 @@ class TightProfile(Profile):
         """
         kappa = self.kappa
         quant = float(gammaincinv(d, 1.0 - beta))
-
-        def radius(c: float) -> float:
-            acc = kappa * c / (lam * m)
-            s = (1.0 + kappa) * 2.0 * c / (lam * m * eps)
-            bias = math.sqrt(R * empirical_bias_bound(c, k, G_k, m, beta) / lam)
-            return acc + bias + s * quant + math.sqrt(d) * s
-
+        tail = self.tail if self.tail is not None else MomentTail(k, G_k)
         if C is None:
-            grid = _c_grid(G_k)
-            vals = np.array([radius(c) for c in grid])
+            grid = _c_grid(tail.scale())
+            acc = kappa * grid / (lam * m)
+            s = (1.0 + kappa) * 2.0 * grid / (lam * m * eps)
+            bias = np.sqrt(R * tail.bias_bound(grid, m, beta) / lam)
+            vals = acc + bias + s * (quant + math.sqrt(d))
             C = float(grid[int(np.argmin(vals))])
         alpha = max(kappa * kappa * C * C / (2.0 * lam * m * m), certifiable_accuracy(C, lam, R))
         sens = 2.0 * C / (lam * m) + 2.0 * math.sqrt(2.0 * alpha / lam)
         acc = math.sqrt(2.0 * alpha / lam)
-        bias = math.sqrt(R * empirical_bias_bound(C, k, G_k, m, beta) / lam)
+        bias = math.sqrt(R * float(tail.bias_bound(np.array([C]), m, beta)[0]) / lam)
         noise = sens / eps * quant
         snap = snap_radius(d, sens / eps)
         return RoundPlan(C=C, alpha=alpha, sensitivity=sens, noise_scale=sens / eps,

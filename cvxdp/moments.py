@@ -1,0 +1,183 @@
+"""Private knowledge of the tail: per-example Lipschitz constants, a DP histogram, and ``G_k``.
+
+The heavy-tailed guarantee needs a moment bound ``E A(z)^k ≤ G_k^k`` on the
+per-example Lipschitz constants ``A(z) = sup_{w∈W} ||∂f(w, z)||``, and the
+localization radii need the extension's bias ``E (A − C)₊``.  Users rarely
+know either; reading them off the training data would break privacy.
+:func:`private_tail_profile` spends a stated share of ε on a pure-DP histogram
+of ``log A(z_i)`` over a public geometric grid and turns it into
+
+* an estimate of ``G_k`` (each value rounded *up* to its bin's edge, so the
+  estimate is biased upward by at most ``√2``), and
+* an estimate of the bias curve ``C ↦ E(A − C)₊``, used by the tight profile to
+  choose ``C`` and the radii.
+
+Privacy: replacing one example moves one count down and one up, so the
+histogram has ℓ1 sensitivity 2 and Laplace noise of scale ``2/ε_h`` makes it
+``ε_h``-DP; thresholding, renormalizing and everything derived from it are
+post-processing.  The charge goes to every example in the ledger.
+
+What the estimate is *not*: a certified upper bound.  Bins whose noisy count
+falls below the noise threshold are dropped, so a sparse far tail can be
+missed — for ``k`` close to the tail index no finite sample pins ``G_k`` down.
+Privacy never depends on it; only the utility of the fit does.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from cvxdp._validation import positive_finite, privacy_epsilon, probability
+from cvxdp.error import UncertifiableLossError
+from cvxdp.extension.certificates import support_upper
+from cvxdp.ledger import PrivacyLedger
+from cvxdp.localization.profiles import empirical_bias_bound
+from cvxdp.loss import Examples
+from cvxdp.model import Model
+from cvxdp.random import NoiseSource
+from cvxdp.structure import GenericStructure
+
+
+def lipschitz_constants(model: Model, examples: Examples) -> np.ndarray:
+    """``A(z_i) = sup_{w ∈ W} ||∂f(w, z_i)||`` (an upper bound) for every example.
+
+    Generalized linear losses: ``||a_i|| · Lip(φ_i on the range of <a_i, w> + b_i over W)``;
+    piecewise-linear losses: ``max_j ||a_ij||``.  Generic losses have no such
+    closed form: pass ``G_k`` yourself.
+    """
+    if isinstance(model.loss.structure, GenericStructure):
+        raise UncertifiableLossError("per-example Lipschitz constants are only available for "
+                                     "piecewise-linear and generalized-linear losses; pass G_k.")
+    glm = examples.glm()
+    if glm is not None:
+        a, b, link = glm
+        hi = b + support_upper(model.domain, a)
+        lo = b - support_upper(model.domain, -a)
+        return np.linalg.norm(a, axis=1) * link.lipschitz_on(lo, hi)
+    A, _ = examples.pieces()
+    return np.linalg.norm(A, axis=2).max(axis=1)
+
+
+@dataclass
+class TailProfile:
+    """A private estimate of the law of ``A(z)`` on a geometric grid.
+
+    Attributes
+    ----------
+    edges:
+        Bin edges ``e_0 < e_1 < … < e_J``; bin 0 is ``A ≤ e_0``, bin ``j`` is
+        ``(e_{j−1}, e_j]``, and bin ``J + 1`` is ``A > e_J``.
+    mass:
+        Estimated probability of each bin (non-negative, sums to one).
+    epsilon:
+        Privacy spent to make it.
+    threshold:
+        Noisy counts below this many examples were treated as empty.
+    """
+
+    edges: np.ndarray
+    mass: np.ndarray
+    epsilon: float
+    threshold: float
+    n: int
+
+    def upper_values(self) -> np.ndarray:
+        """Each bin's value rounded up: its upper edge (``2 e_J`` for the overflow bin)."""
+        return np.concatenate([self.edges, [2.0 * self.edges[-1]]])
+
+    def moment(self, k: float) -> float:
+        """``(Σ_b mass_b · upper_b^k)^{1/k}``: an upward-rounded estimate of ``G_k``."""
+        v = self.upper_values()
+        return float((self.mass * v**k).sum() ** (1.0 / k))
+
+    def bias_mean(self, C: np.ndarray) -> np.ndarray:
+        """Estimated ``E(A − C)₊`` (each value at its bin's upper edge)."""
+        v = self.upper_values()
+        C = np.atleast_1d(np.asarray(C, float))
+        return (self.mass[None, :] * np.maximum(v[None, :] - C[:, None], 0.0)).sum(axis=1)
+
+    def bias_bound(self, C: np.ndarray, m: int, beta: float) -> np.ndarray:
+        """A level-``β`` bound on a batch mean ``(1/m) Σ (A_i − C)₊`` under the estimated law.
+
+        Cantelli with the estimated mean and second moment of ``(A − C)₊``
+        (values rounded up to their bins' edges).  Mass in bins that fell below
+        the noise threshold is treated as absent — a sparse far tail can be
+        missed; this steers ``C`` and the radii (utility), never the noise.
+        """
+        v = self.upper_values()
+        C = np.atleast_1d(np.asarray(C, float))
+        excess = np.maximum(v[None, :] - C[:, None], 0.0)
+        mu = (self.mass[None, :] * excess).sum(axis=1)
+        second = (self.mass[None, :] * excess**2).sum(axis=1)
+        return mu + np.sqrt(second * (1.0 - beta) / (beta * m))
+
+    def scale(self) -> float:
+        """A typical scale of ``A`` (the estimated second moment's root), for grids of ``C``."""
+        return max(self.moment(2.0), float(self.edges[0]))
+
+
+class CombinedTail:
+    """The smaller of two bias bounds: the private estimate and the public worst case."""
+
+    def __init__(self, estimate: TailProfile, k: float, G_k: float) -> None:
+        self.estimate, self.k, self.G_k = estimate, float(k), float(G_k)
+
+    def bias_bound(self, C: np.ndarray, m: int, beta: float) -> np.ndarray:
+        worst = np.asarray(empirical_bias_bound(C, self.k, self.G_k, m, beta))
+        return np.minimum(worst, self.estimate.bias_bound(C, m, beta))
+
+    def scale(self) -> float:
+        return min(self.G_k, self.estimate.scale()) if self.G_k > 0 else self.estimate.scale()
+
+
+def _laplace(source: NoiseSource, scale: float, size: int) -> np.ndarray:
+    u = source.uniform(size) - 0.5
+    return -scale * np.sign(u) * np.log1p(-2.0 * np.abs(u))
+
+
+def private_tail_profile(model: Model, examples: Examples, *, epsilon: float, ledger: PrivacyLedger,
+                         source: NoiseSource, low: float = 1e-4, high: float = 1e8,
+                         bins_per_octave: int = 2, beta: float = 0.1,
+                         indices: np.ndarray | None = None) -> TailProfile:
+    """ε-DP histogram of ``A(z_i)`` on the public grid ``[low, high]`` (ratio ``2^{1/bins_per_octave}``).
+
+    Charges ``epsilon`` to the examples it reads (all by default) before drawing noise.
+    """
+    eps = privacy_epsilon(epsilon, warn=False)
+    low = positive_finite("low", low)
+    high = positive_finite("high", high)
+    beta = probability("beta", beta)
+    if high <= low:
+        raise ValueError("the histogram's range needs high > low")
+    A = lipschitz_constants(model, examples)
+    n = examples.m
+    J = math.ceil(math.log2(high / low) * bins_per_octave)
+    edges = low * 2.0 ** (np.arange(J + 1) / bins_per_octave)
+    counts = np.bincount(np.searchsorted(edges, A, side="left"), minlength=J + 2).astype(float)
+    idx = np.arange(n) if indices is None else np.asarray(indices)
+    ledger.charge(eps, idx, mechanism="private tail histogram", batch="all", sensitivity=2.0,
+                  noise_scale=2.0 / eps, note=f"{J + 2} bins on [{low:.3g}, {high:.3g}]")
+    noisy = counts + _laplace(source, 2.0 / eps, counts.size)
+    threshold = (2.0 / eps) * math.log(2.0 * (J + 2) / beta)
+    kept = np.where(noisy >= threshold, noisy, 0.0)
+    if kept.sum() <= 0:
+        kept = np.maximum(noisy, 0.0)
+        if kept.sum() <= 0:
+            kept = np.zeros_like(noisy)
+            kept[-1] = 1.0  # nothing survived the noise: assume the worst, everything above the grid
+    return TailProfile(edges=edges, mass=kept / kept.sum(), epsilon=eps, threshold=threshold, n=n)
+
+
+def estimate_moment_bound(model: Model, data: dict, *, k: float, epsilon: float, ledger: PrivacyLedger,
+                          source: NoiseSource, **grid) -> tuple[float, TailProfile]:
+    """A pure-ε-DP estimate of ``G_k`` (upward-rounded; see the module's caveats) and its histogram."""
+    examples = model.bind(data)
+    profile = private_tail_profile(model, examples, epsilon=epsilon, ledger=ledger, source=source, **grid)
+    return profile.moment(k), profile
+
+
+__all__ = ["CombinedTail", "TailProfile", "estimate_moment_bound", "lipschitz_constants",
+           "private_tail_profile"]

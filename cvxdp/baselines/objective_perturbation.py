@@ -69,7 +69,7 @@ def objective_perturbation(model: Model, data: Mapping, *, epsilon: float, featu
     noise = mech.sample(source, 1)[0]
     ledger = PrivacyLedger(n, eps)
     ledger.charge(eps, np.arange(n), mechanism="objective perturbation", batch="all",
-                  sensitivity=float("nan"), noise_scale=mech.scale,
+                  sensitivity=2.0, noise_scale=mech.scale,
                   note=f"B={B:.3g}, Λ={lam:.3g}, Δ={delta:.3g}")
     w = cp.Variable(d)
     u = a @ w + b

@@ -1,0 +1,94 @@
+"""Synthetic tasks: closed-form moments and quadrature population risks against Monte Carlo."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cvxdp.datasets import (
+    REAL,
+    high_leverage_tail,
+    linear_lower_bound,
+    student_t_hinge,
+    student_t_lad,
+    student_t_norm_moment,
+)
+
+
+@pytest.mark.parametrize("d, nu, k", [(1, 5.0, 2.0), (5, 5.0, 2.0), (10, 9.0, 4.0), (3, 12.0, 6.0)])
+def test_student_t_norm_moments(d, nu, k):
+    from cvxdp.datasets import multivariate_t
+
+    X = multivariate_t(np.random.default_rng(1), 2_000_000, d, nu)
+    mc = np.mean(np.linalg.norm(X, axis=1) ** k)
+    assert mc == pytest.approx(student_t_norm_moment(d, nu, k), rel=0.03)
+    if k == 2.0:
+        assert student_t_norm_moment(d, nu, 2.0) == pytest.approx(d * nu / (nu - 2))
+    assert student_t_norm_moment(d, 4.0, 4.0) == np.inf
+
+
+def _mc_risk(task, w, loss):
+    r = task.y_test - task.X_test @ w if loss != "hinge" else None
+    if loss == "absolute":
+        vals = np.abs(r)
+    else:
+        vals = np.maximum(0.0, 1.0 - task.y_test * (task.X_test @ w))
+    return vals.mean(), vals.std() / np.sqrt(vals.size)
+
+
+@pytest.mark.parametrize("maker, loss", [(student_t_lad, "absolute"), (student_t_hinge, "hinge"),
+                                         (high_leverage_tail, "absolute")])
+def test_population_risk_matches_monte_carlo(maker, loss):
+    task = maker(n=10, d=5, n_test=3_000_000, seed=7)
+    rng = np.random.default_rng(2)
+    for w in (task.w_star, task.w_star + 0.3 * rng.normal(size=5), np.zeros(5)):
+        mean, se = _mc_risk(task, w, loss)
+        assert abs(task.population_risk(w) - mean) <= 5 * se + 1e-4
+
+
+def test_minimizers_are_minimal():
+    rng = np.random.default_rng(3)
+    for task in (student_t_lad(n=10, d=4, seed=1), student_t_hinge(n=10, d=4, seed=1),
+                 high_leverage_tail(n=10, d=4, seed=1)):
+        f_star = task.population_risk(task.w_star)
+        for _ in range(20):
+            w = task.w_star + 0.2 * rng.normal(size=4)
+            if np.linalg.norm(w) <= task.radius:
+                assert task.population_risk(w) >= f_star - 1e-9
+        assert task.excess_risk(task.w_star) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_high_leverage_clipping_bias_reproduces_the_design():
+    """DESIGN §7: clipped minimizer's excess 2.9e-2 at C ≤ 2, 6.2e-3 at C = 16, ~1e-4 at C = 32."""
+    task = high_leverage_tail(n=10, d=10, seed=0)
+    bias = {C: task.excess_risk(task.meta["clipped_minimizer"](C)) for C in (2.0, 16.0, 32.0, 128.0)}
+    assert bias[2.0] == pytest.approx(2.9e-2, rel=0.1)
+    assert bias[16.0] == pytest.approx(6.2e-3, rel=0.1)
+    assert 5e-5 < bias[32.0] < 3e-4
+    assert bias[128.0] < 1e-6
+
+
+def test_high_leverage_moments_are_exact():
+    task = high_leverage_tail(n=10, n_test=4_000_000, d=10, seed=4)
+    A = np.linalg.norm(task.X_test, axis=1)
+    assert np.mean(A**2) ** 0.5 == pytest.approx(task.G(2.0), rel=0.02)
+
+
+def test_linear_lower_bound_instance():
+    task = linear_lower_bound(n=10, d=6, p=0.02, magnitude=5.0, n_test=10, seed=1)
+    v = task.meta["v"]
+    assert task.excess_risk(task.w_star) == 0.0
+    assert task.excess_risk(np.zeros(6)) == pytest.approx(0.02 * 5.0 * 1.0)
+    assert task.G(4.0) == pytest.approx(5.0 * 0.02**0.25)
+    assert np.isclose(np.linalg.norm(v), 1.0)
+
+
+@pytest.mark.parametrize("name", sorted(REAL))
+def test_real_loaders(name):
+    task = REAL[name]()
+    assert task.X_train.shape[1] == task.X_test.shape[1]
+    assert np.all(np.isfinite(task.X_train)) and np.all(np.isfinite(task.y_train))
+    assert np.allclose(task.X_train[:, -1], 1.0)  # the intercept column
+    assert task.moments == {}  # no moment bound is read off real data
+    again = REAL[name]()
+    assert np.array_equal(again.X_train, task.X_train)  # the split is a fixed public permutation

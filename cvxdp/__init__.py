@@ -23,6 +23,7 @@ from cvxdp.error import (
     SolverError,
     UnboundedDomainError,
     UncertifiableLossError,
+    UtilityWarning,
 )
 from cvxdp.estimators import PrivateLADRegressor, PrivateLinearSVM, PrivateQuantileRegressor
 from cvxdp.extension import ExtensionEvaluation, ExtensionSettings, LipschitzExtension
@@ -64,6 +65,7 @@ __all__ = [
     "SolverError",
     "UnboundedDomainError",
     "UncertifiableLossError",
+    "UtilityWarning",
     "__version__",
     "datasets",
     "error",

@@ -56,3 +56,7 @@ class PrivacyBudgetError(CvxdpError, ValueError):
 
 class PrivacyLeakWarning(UserWarning):
     """A setting weakens the privacy guarantee (for example seeded, reproducible noise)."""
+
+
+class UtilityWarning(UserWarning):
+    """A setting or a private estimate will cost accuracy, never privacy; the message says how to avoid it."""

@@ -17,6 +17,14 @@ histogram has ℓ1 sensitivity 2 and Laplace noise of scale ``2/ε_h`` makes it
 ``ε_h``-DP; thresholding, renormalizing and everything derived from it are
 post-processing.  The charge goes to every example in the ledger.
 
+Small samples: with ``J`` bins of width ``2^{1/b}`` the threshold
+``(2/ε_h) log(2(J+2)/β)`` can exceed every count (a few hundred examples at
+``ε_h = 0.1``).  The histogram is then *coarsened* — adjacent noisy counts summed
+in blocks of 2, 4, 8, … with a threshold valid for a sum of Laplace noises
+(:func:`sum_laplace_threshold`) — until the bins that survive hold at least half
+of the ``n`` examples.  Summing released noisy counts is post-processing: no
+extra privacy is spent; a coarser bin only rounds its values up further.
+
 What the estimate is *not*: a certified upper bound.  Bins whose noisy count
 falls below the noise threshold are dropped, so a sparse far tail can be
 missed — for ``k`` close to the tail index no finite sample pins ``G_k`` down.
@@ -26,12 +34,13 @@ Privacy never depends on it; only the utility of the fit does.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from cvxdp._validation import positive_finite, privacy_epsilon, probability
-from cvxdp.error import UncertifiableLossError
+from cvxdp.error import UncertifiableLossError, UtilityWarning
 from cvxdp.extension.certificates import support_upper
 from cvxdp.ledger import PrivacyLedger
 from cvxdp.localization.profiles import empirical_bias_bound
@@ -76,6 +85,9 @@ class TailProfile:
         Privacy spent to make it.
     threshold:
         Noisy counts below this many examples were treated as empty.
+    block:
+        How many fine bins each bin of ``mass`` merges (1 unless the sample was
+        too small to see anything at the fine resolution).
     """
 
     edges: np.ndarray
@@ -83,10 +95,17 @@ class TailProfile:
     epsilon: float
     threshold: float
     n: int
+    block: int = 1
 
     def upper_values(self) -> np.ndarray:
-        """Each bin's value rounded up: its upper edge (``2 e_J`` for the overflow bin)."""
-        return np.concatenate([self.edges, [2.0 * self.edges[-1]]])
+        """Each bin's value rounded up: its upper edge (``2 e_J`` for the overflow bin).
+
+        After coarsening into blocks of ``block`` fine bins, a block's value is the
+        upper edge of its last fine bin.
+        """
+        fine = np.concatenate([self.edges, [2.0 * self.edges[-1]]])
+        ends = np.minimum(np.arange(self.block - 1, fine.size + self.block - 1, self.block), fine.size - 1)
+        return fine[ends]
 
     def moment(self, k: float) -> float:
         """``(Σ_b mass_b · upper_b^k)^{1/k}``: an upward-rounded estimate of ``G_k``."""
@@ -133,6 +152,23 @@ class CombinedTail:
         return min(self.G_k, self.estimate.scale()) if self.G_k > 0 else self.estimate.scale()
 
 
+def sum_laplace_threshold(scale: float, terms: int, beta: float) -> float:
+    """``t`` with ``P(S ≥ t) ≤ β`` for ``S`` a sum of ``terms`` i.i.d. Laplace(``scale``) variables.
+
+    One term: the exact tail ``½ e^{−t/s}`` gives ``t = s log(1/(2β))``, used
+    here as ``s log(1/β)``.  More terms: the Laplace moment generating function
+    ``1/(1 − s²θ²) ≤ e^{2s²θ²}`` for ``sθ ≤ 1/√2`` and Chernoff give
+    ``P(S ≥ t) ≤ exp(−t²/(8 b s²))`` for ``t ≤ 2√2 b s`` and
+    ``exp(b − t/(√2 s))`` beyond, whence the two branches below.
+    """
+    L = math.log(1.0 / beta)
+    if terms <= 1:
+        return scale * L
+    b = float(terms)
+    gauss = math.sqrt(8.0 * b * L)
+    return scale * (gauss if gauss <= 2.0 * math.sqrt(2.0) * b else math.sqrt(2.0) * (L + b))
+
+
 def _laplace(source: NoiseSource, scale: float, size: int) -> np.ndarray:
     u = source.uniform(size) - 0.5
     return -scale * np.sign(u) * np.log1p(-2.0 * np.abs(u))
@@ -161,14 +197,25 @@ def private_tail_profile(model: Model, examples: Examples, *, epsilon: float, le
     ledger.charge(eps, idx, mechanism="private tail histogram", batch="all", sensitivity=2.0,
                   noise_scale=2.0 / eps, note=f"{J + 2} bins on [{low:.3g}, {high:.3g}]")
     noisy = counts + _laplace(source, 2.0 / eps, counts.size)
-    threshold = (2.0 / eps) * math.log(2.0 * (J + 2) / beta)
-    kept = np.where(noisy >= threshold, noisy, 0.0)
+    # everything below is post-processing of the released noisy counts
+    block = 1
+    while True:
+        merged = np.add.reduceat(noisy, np.arange(0, noisy.size, block))
+        threshold = sum_laplace_threshold(2.0 / eps, block, beta / (2.0 * merged.size))
+        kept = np.where(merged >= threshold, merged, 0.0)
+        if kept.sum() >= 0.5 * n or block >= noisy.size:
+            break
+        block *= 2
     if kept.sum() <= 0:
-        kept = np.maximum(noisy, 0.0)
-        if kept.sum() <= 0:
-            kept = np.zeros_like(noisy)
-            kept[-1] = 1.0  # nothing survived the noise: assume the worst, everything above the grid
-    return TailProfile(edges=edges, mass=kept / kept.sum(), epsilon=eps, threshold=threshold, n=n)
+        kept = np.zeros_like(merged)
+        kept[-1] = 1.0  # nothing survived even one block: assume the worst, everything above the grid
+        warnings.warn(UtilityWarning(
+            f"the private tail histogram saw nothing above its noise (n = {n}, ε = {eps:g}): every "
+            f"example is assumed to sit at the top of the grid ({high:.3g}), which makes the fit noisy. "
+            "Pass a public G_k, raise the share of ε spent on the histogram, or narrow its grid."),
+            stacklevel=2)
+    return TailProfile(edges=edges, mass=kept / kept.sum(), epsilon=eps, threshold=threshold, n=n,
+                       block=block)
 
 
 def estimate_moment_bound(model: Model, data: dict, *, k: float, epsilon: float, ledger: PrivacyLedger,
@@ -180,4 +227,4 @@ def estimate_moment_bound(model: Model, data: dict, *, k: float, epsilon: float,
 
 
 __all__ = ["CombinedTail", "TailProfile", "estimate_moment_bound", "lipschitz_constants",
-           "private_tail_profile"]
+           "private_tail_profile", "sum_laplace_threshold"]

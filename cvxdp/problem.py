@@ -42,7 +42,7 @@ from cvxdp.localization import (
     population_localization,
     recursive_localization,
 )
-from cvxdp.localization.population import PhaseSchedule, choose_schedule, phase_radius
+from cvxdp.localization.population import PhaseSchedule, choose_schedule, phase_radius, spread_over_phases
 from cvxdp.model import Model
 from cvxdp.moments import CombinedTail, private_tail_profile
 from cvxdp.random import noise_source
@@ -254,8 +254,8 @@ class PrivateProblem:
                 schedule = choose_schedule(n, d, eps_fit, k, G_k, G_2, D, prof, groups=groups,
                                            beta=beta_guess)
                 if max_phases is not None and schedule.phases > max_phases:
-                    schedule = replace(schedule, sizes=schedule.sizes[:max_phases],
-                                       lambdas=schedule.lambdas[:max_phases])
+                    schedule = spread_over_phases(replace(schedule, sizes=schedule.sizes[:max_phases],
+                                                          lambdas=schedule.lambdas[:max_phases]), n)
             else:
                 schedule = phase_schedule(n, d, eps_fit, k, G_k, G_2, D, groups,
                                           lambda_scale=lambda_scale or 1.0,

@@ -4,10 +4,13 @@ from cvxdp.localization.output_perturbation import LocalizationStep, localized_o
 from cvxdp.localization.population import (
     PhaseSchedule,
     PopulationResult,
+    choose_schedule,
     initial_lambda,
     majority_vote,
     phase_schedule,
     population_localization,
+    schedule_proxy,
+    spread_over_phases,
 )
 from cvxdp.localization.profiles import (
     PROFILES,
@@ -37,6 +40,7 @@ __all__ = [
     "RoundPlan",
     "TightProfile",
     "allocation",
+    "choose_schedule",
     "empirical_bias_bound",
     "extension_bias_mean",
     "get_profile",
@@ -47,4 +51,6 @@ __all__ = [
     "population_localization",
     "recursive_localization",
     "round_count",
+    "schedule_proxy",
+    "spread_over_phases",
 ]

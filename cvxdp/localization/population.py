@@ -4,7 +4,9 @@ Reduces stochastic convex optimization to a sequence of regularized ERMs on
 *disjoint* batches:
 
 * phases ``t = 1..T`` use ``n_t = ⌊n/2^t⌋`` fresh examples (a public random
-  partition; ``T`` as large as the per-call minimum size allows);
+  partition; ``T`` as large as the per-call minimum size allows) — rescaled by
+  ``1/(1 − 2^{−T})`` when the schedule stops earlier, so no example is wasted
+  (:func:`spread_over_phases`);
 * regularization ``λ_t = 8^{t−1} λ₁`` with
   ``λ₁ = (1/D)[G_k (d/(nε))^{1−1/k} + G_2/√n]`` (times a public ``scale``);
 * center ``w₀`` = the previous phase's output (first: the center of ``W``);
@@ -22,7 +24,7 @@ whole run is ε-DP.  The boosting vote is post-processing.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -84,7 +86,25 @@ def phase_schedule(n: int, d: int, epsilon: float, k: float, G_k: float, G_2: fl
         )
     lam1 = initial_lambda(n, d, epsilon, k, G_k, G_2, D, lambda_scale)
     lambdas = tuple(lam1 * growth ** i for i in range(len(sizes)))
-    return PhaseSchedule(sizes=tuple(sizes), lambdas=lambdas, groups=groups, lambda_1=lam1, growth=growth)
+    schedule = PhaseSchedule(sizes=tuple(sizes), lambdas=lambdas, groups=groups, lambda_1=lam1, growth=growth)
+    if max_phases is not None and len(sizes) == max_phases:
+        schedule = spread_over_phases(schedule, n)  # cut short: do not leave examples unused
+    return schedule
+
+
+def spread_over_phases(schedule: PhaseSchedule, n: int) -> PhaseSchedule:
+    """The same schedule with the batches rescaled to use all ``n`` examples.
+
+    Truncating the paper's halving sizes ``n/2^t`` to ``T`` phases leaves
+    ``n/2^T`` examples unused — half the data when ``T = 1``.  Rescaling to
+    ``n_t = ⌊n 2^{−t}/(1 − 2^{−T})⌋`` keeps the halving ratios and the disjointness
+    of the batches (so the privacy argument is unchanged) and only enlarges
+    every batch, which shrinks every public radius.
+    """
+    T = schedule.phases
+    scale = 1.0 / (1.0 - 2.0 ** (-T))
+    sizes = tuple(math.floor(n * 2.0 ** (-t) * scale) for t in range(1, T + 1))
+    return replace(schedule, sizes=sizes)
 
 
 def phase_radius(profile, *, m: int, d: int, epsilon: float, lam: float, k: float, G_k: float, D: float,
@@ -170,7 +190,8 @@ def _search_schedule(n: int, d: int, epsilon: float, k: float, G_k: float, G_2: 
                 best = PhaseSchedule(sizes=full.sizes[:T], lambdas=full.lambdas[:T], groups=groups,
                                      lambda_1=full.lambda_1, growth=growth, proxy=float(proxies[T - 1]))
     assert best is not None
-    return best
+    # the proxy was computed with the halving prefix; the rescaled batches only make it smaller
+    return spread_over_phases(best, n)
 
 
 def majority_vote(candidates: np.ndarray, radius: float) -> int:

@@ -96,8 +96,10 @@ class PrivacyLedger:
         """A table of the charges, batch by batch."""
         lines = [f"privacy ledger: spent ε = {self.spent:.6g} of {self.total_epsilon:.6g} "
                  f"({len(self.entries)} releases, n = {self.n})"]
+        name_w = max([len(e.mechanism) for e in self.entries] + [10])
+        batch_w = max([len(e.batch) for e in self.entries] + [5])
         for e in self.entries:
-            lines.append(f"  {e.mechanism:<28s} batch={e.batch:<14s} m={e.n_examples:<7d} "
+            lines.append(f"  {e.mechanism:<{name_w}s} batch={e.batch:<{batch_w}s} m={e.n_examples:<7d} "
                          f"ε={e.epsilon:.4g}  Δ={e.sensitivity:.3g}  s={e.noise_scale:.3g}"
                          + (f"  ({e.note})" if e.note else ""))
         return "\n".join(lines)

@@ -18,6 +18,7 @@ from cvxdp.localization import (
     PaperProfile,
     TightProfile,
     allocation,
+    choose_schedule,
     empirical_bias_bound,
     extension_bias_mean,
     localized_output_perturbation,
@@ -112,6 +113,18 @@ def test_schedule_is_public_and_disjoint():
     assert sum(s.sizes) <= 10_000
     assert all(a == 2 * b or a == 2 * b + 1 for a, b in zip(s.sizes, s.sizes[1:], strict=False))
     assert np.allclose(np.array(s.lambdas[1:]) / np.array(s.lambdas[:-1]), 8.0)
+
+
+def test_truncated_schedule_spreads_every_example_over_its_phases():
+    full = phase_schedule(10_000, 10, 1.0, 4.0, 5.0, 5.0, 4.0)
+    for T in (1, 2, 3):
+        s = phase_schedule(10_000, 10, 1.0, 4.0, 5.0, 5.0, 4.0, max_phases=T)
+        assert s.phases == T and s.lambdas == full.lambdas[:T]
+        assert 10_000 - T <= sum(s.sizes) <= 10_000  # nothing wasted, nothing reused
+        assert all(abs(a - 2 * b) <= 2 for a, b in zip(s.sizes, s.sizes[1:], strict=False))
+    assert phase_schedule(10_000, 10, 1.0, 4.0, 5.0, 5.0, 4.0, max_phases=1).sizes == (10_000,)
+    chosen = choose_schedule(10_000, 10, 1.0, 4.0, 5.0, 5.0, 4.0, TightProfile())
+    assert 10_000 - chosen.phases <= sum(chosen.sizes) <= 10_000
 
 
 def test_majority_vote():

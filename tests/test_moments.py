@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import warnings
+
 import cvxpy as cp
 import numpy as np
 import pytest
 
 import cvxdp
 from cvxdp.datasets import high_leverage_tail, student_t_lad
+from cvxdp.error import UtilityWarning
 from cvxdp.ledger import PrivacyLedger
-from cvxdp.moments import lipschitz_constants, private_tail_profile
+from cvxdp.moments import lipschitz_constants, private_tail_profile, sum_laplace_threshold
 from cvxdp.random import SeededRandom
 
 pytestmark = pytest.mark.filterwarnings("ignore::cvxdp.error.PrivacyLeakWarning")
@@ -75,3 +78,39 @@ def test_auto_needs_a_share_and_a_structured_loss():
     with pytest.raises(cvxdp.ParameterError):
         cvxdp.PrivateProblem(model).solve({"x": np.ones((100, 2)), "y": np.ones(100)}, epsilon=1,
                                           moment_k=4, G_k="big")
+
+
+@pytest.mark.parametrize("terms", [1, 2, 8, 32, 128])
+def test_sum_of_laplace_threshold_holds_and_is_not_vacuous(terms):
+    rng = np.random.default_rng(terms)
+    beta, s = 0.01, 2.0
+    t = sum_laplace_threshold(s, terms, beta)
+    S = rng.laplace(scale=s, size=(200_000, terms)).sum(axis=1)
+    assert np.mean(S >= t) <= beta  # valid (200k draws: a true rate of 0.01 shows as 0.01 ± 0.0005)
+    # power: not far above the true (1 − β)-quantile, so it still lets real counts through
+    assert t <= 3.0 * np.quantile(S, 1.0 - beta)
+
+
+def test_small_samples_coarsen_the_histogram_instead_of_reading_noise_as_mass():
+    task = student_t_lad(n=600, d=3, nu=6.0, n_test=10, seed=4)
+    model = _model(3)
+    ex = model.bind({"x": task.X_train, "y": task.y_train})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UtilityWarning)
+        tail = private_tail_profile(model, ex, epsilon=0.1, ledger=PrivacyLedger(ex.m, 0.1),
+                                    source=SeededRandom(1), low=1e-6, high=1e10)
+    assert tail.block > 1
+    assert tail.upper_values().size == tail.mass.size
+    # coarse bins round values up (by up to the block's width) but do not invent a far tail
+    G4 = task.G(4.0)
+    assert G4 <= tail.moment(4.0) <= 2.0 ** (tail.block / 2) * 4.0 * G4
+
+
+def test_an_empty_histogram_warns_and_assumes_the_worst():
+    model = _model(2)
+    X = np.ones((20, 2))
+    ex = model.bind({"x": X, "y": np.ones(20)})
+    with pytest.warns(UtilityWarning, match="saw nothing"):
+        tail = private_tail_profile(model, ex, epsilon=0.05, ledger=PrivacyLedger(20, 0.05),
+                                    source=SeededRandom(0), low=1e-3, high=1e3)
+    assert tail.mass[-1] == 1.0 and tail.moment(2.0) >= 1e3

@@ -109,6 +109,9 @@ class ERMCertificate:
         ``"adaptive-subgradient"``) and any refinement steps, in order.
     iterations, seconds:
         Work done.
+    iteration_bound:
+        The a-priori iteration bound of the deterministic cutting-plane mode
+        (``⌈2d² ln(2ρL/ε)⌉``, fixed before the first step), else ``None``.
     """
 
     required: float
@@ -119,6 +122,7 @@ class ERMCertificate:
     iterations: int = 0
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    iteration_bound: int | None = None
 
     @property
     def certified(self) -> bool:

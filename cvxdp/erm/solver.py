@@ -94,6 +94,7 @@ def solve_certified(problem: RegularizedERM, alpha: float, settings: ERMSettings
     steps: list[str] = []
     notes: list[str] = []
     iterations = 0
+    bound: int | None = None
     best: tuple[float, np.ndarray, float, float] | None = None  # (gap, w, upper, lower)
 
     def record(w: np.ndarray, upper: float, lower: float, label: str) -> float:
@@ -144,6 +145,7 @@ def solve_certified(problem: RegularizedERM, alpha: float, settings: ERMSettings
         res = ellipsoid_method(problem, alpha, c, r * (1.0 + 1e-9),
                                max_iterations=settings.cutting_plane_iterations, oracle_tolerance=tol)
         iterations += res.iterations
+        bound = res.bound
         notes.append(f"a-priori iteration bound {res.bound}")
         record(res.w, res.upper, res.lower, f"cutting-plane ({res.iterations} steps)")
     else:
@@ -168,7 +170,8 @@ def solve_certified(problem: RegularizedERM, alpha: float, settings: ERMSettings
         raise CertificationError("no solver produced a point; nothing was released.")
     gap, w, upper, lower = best
     cert = ERMCertificate(required=alpha, gap=gap, upper=upper, lower=lower, method=" → ".join(steps),
-                          iterations=iterations, seconds=time.perf_counter() - t0, notes=notes)
+                          iterations=iterations, seconds=time.perf_counter() - t0, notes=notes,
+                          iteration_bound=bound)
     if gap > alpha:
         raise CertificationError(
             f"could not certify an α-minimizer: best certified gap {gap:.3e} > α = {alpha:.3e} "

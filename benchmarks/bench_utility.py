@@ -277,6 +277,30 @@ STYLE = {CVXDP: ("C0", "o", "-"), CVXDP_PAPER: ("C0", "x", ":"), CVXDP_ABLATION:
          GD_HINDSIGHT: ("C2", "v", ":"), NONPRIVATE: ("k", "D", "-")}
 
 
+def _errorbars(ax, summary: dict, study: str, instance: str, key: str = "n") -> None:
+    """Median with its 25–75% bar, per method, against ``key``."""
+    for m in ALL_METHODS:
+        s = _series(summary, study, instance, m, key=key)
+        if s is None:
+            continue
+        color, marker, ls = STYLE[m]
+        ax.errorbar(s[0], s[1], yerr=[s[1] - s[2], s[3] - s[1]], color=color, marker=marker, ls=ls,
+                    label=m, capsize=2, ms=4)
+
+
+def _finish(fig, ax, path: Path, files: list[str], legend: float | None = None) -> None:
+    import matplotlib.pyplot as plt
+
+    if ax is not None:
+        ax.grid(alpha=0.3, which="both")
+        if legend:
+            ax.legend(fontsize=legend)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    files.append(path.name)
+
+
 def plot(summary: dict, bias: dict, outdir: Path) -> list[str]:
     import matplotlib
 
@@ -287,13 +311,7 @@ def plot(summary: dict, bias: dict, outdir: Path) -> list[str]:
     titles = {"high-leverage": "high-leverage tail (clipping biased)", "student-t": "Student-t LAD (control)"}
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.6), sharey=True)
     for ax, inst in zip(axes, ("high-leverage", "student-t"), strict=True):
-        for m in ALL_METHODS:
-            s = _series(summary, "n", inst, m)
-            if s is None:
-                continue
-            color, marker, ls = STYLE[m]
-            ax.errorbar(s[0], s[1], yerr=[s[1] - s[2], s[3] - s[1]], color=color, marker=marker, ls=ls,
-                        label=m, capsize=2, ms=4)
+        _errorbars(ax, summary, "n", inst)
         ns = np.logspace(3, 5, 50)
         terms = np.array([rate_terms(inst, n, 1.0) for n in ns])
         ax.plot(ns, terms.sum(axis=1), color="0.5", ls="-.", label="rate G_k D (d/nε)^(1-1/k) + G_2 D/√n")
@@ -305,32 +323,18 @@ def plot(summary: dict, bias: dict, outdir: Path) -> list[str]:
         ax.grid(alpha=0.3, which="both")
     axes[0].set_ylabel("excess population risk (median, 25–75%)")
     axes[1].legend(fontsize=7, loc="lower left")
-    fig.tight_layout()
-    fig.savefig(outdir / "utility_vs_n.png", dpi=110)
-    plt.close(fig)
-    files.append("utility_vs_n.png")
+    _finish(fig, None, outdir / "utility_vs_n.png", files)
 
     if any(r["study"] == "epsilon" for r in summary["rows"]):
         fig, ax = plt.subplots(figsize=(6.2, 4.6))
-        for m in ALL_METHODS:
-            s = _series(summary, "epsilon", "high-leverage", m, key="epsilon")
-            if s is None:
-                continue
-            color, marker, ls = STYLE[m]
-            ax.errorbar(s[0], s[1], yerr=[s[1] - s[2], s[3] - s[1]], color=color, marker=marker, ls=ls,
-                        label=m, capsize=2, ms=4)
+        _errorbars(ax, summary, "epsilon", "high-leverage", key="epsilon")
         n_eps = next(r["n"] for r in summary["rows"] if r["study"] == "epsilon")
         es = np.logspace(-1, 1, 50)
         ax.plot(es, [sum(rate_terms("high-leverage", n_eps, e)) for e in es], color="0.5", ls="-.",
                 label="rate")
         ax.set(xscale="log", yscale="log", xlabel="ε", ylabel="excess population risk",
                title=f"high-leverage tail, n={n_eps}, d=10, k=4")
-        ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(outdir / "utility_vs_epsilon.png", dpi=110)
-        plt.close(fig)
-        files.append("utility_vs_epsilon.png")
+        _finish(fig, ax, outdir / "utility_vs_epsilon.png", files, legend=7)
 
     ks = sorted({r["k"] for r in summary["rows"] if r["study"] == "k"})
     if ks:
@@ -345,12 +349,7 @@ def plot(summary: dict, bias: dict, outdir: Path) -> list[str]:
                         label=f"k={k:g} {m} (slope {slope:.2f}; theory {-(1 - 1 / k):.2f})")
         ax.set(xscale="log", yscale="log", xlabel="n", ylabel="excess population risk (median)",
                title="Student-t LAD, ν = k + 1, d=10, ε=1")
-        ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=6.5)
-        fig.tight_layout()
-        fig.savefig(outdir / "utility_vs_k.png", dpi=110)
-        plt.close(fig)
-        files.append("utility_vs_k.png")
+        _finish(fig, ax, outdir / "utility_vs_k.png", files, legend=6.5)
 
     if bias:
         fig, ax = plt.subplots(figsize=(6.2, 4.2))
@@ -358,11 +357,7 @@ def plot(summary: dict, bias: dict, outdir: Path) -> list[str]:
         ax.set(xscale="log", yscale="log", xlabel="clipping level C",
                ylabel="excess risk of the clipped population minimizer",
                title="clipping bias, high-leverage tail (quadrature)")
-        ax.grid(alpha=0.3, which="both")
-        fig.tight_layout()
-        fig.savefig(outdir / "clipping_bias.png", dpi=110)
-        plt.close(fig)
-        files.append("clipping_bias.png")
+        _finish(fig, ax, outdir / "clipping_bias.png", files)
     return files
 
 

@@ -120,6 +120,7 @@ class PrivateProblem:
               G_2: float | None = None, algorithm: str = "population", profile: str = "tight",
               delta: float = 0.1, localize: bool = True, random_state: object = None,
               erm: ERMSettings | None = None, tail_share: float | None = None,
+              tail_range: tuple[float, float] | None = None,
               lambda_scale: float | None = None, lambda_growth: float | None = None,
               max_phases: int | None = None, lam: float | None = None,
               boosting_groups: int | None = None, progress: bool = False) -> PrivateResult:
@@ -154,6 +155,12 @@ class PrivateProblem:
             Share of ε spent on a private histogram of the per-example Lipschitz
             constants, which calibrates the extension's bias (tight profile;
             default 0.1 when the loss allows it, 0 for the paper profile).
+        tail_range:
+            Public range ``(low, high)`` of the per-example Lipschitz constants for
+            the histogram's geometric grid.  Default ``(1e-4 G_k, 1e4 G_k)``, or
+            ``(1e-6, 1e10)`` with ``G_k="auto"``.  A narrower range (from units and
+            domain knowledge, never from the data) means fewer bins, so small data
+            sets still see their tail above the noise.
         lambda_scale, lambda_growth, max_phases:
             Algorithm 1's schedule ``λ_t = scale·λ₁·growth^{t−1}``.  Default: the
             paper profile uses scale 1, growth 8 and every phase; the tight profile
@@ -200,6 +207,14 @@ class PrivateProblem:
         tail_share = float(tail_share)
         if not 0.0 <= tail_share < 1.0 or math.isnan(tail_share):
             raise ParameterError(f"tail_share must lie in [0, 1), got {tail_share}.")
+        if tail_range is not None:
+            if len(tail_range) != 2:
+                raise ParameterError(f"tail_range must be a pair (low, high), got {tail_range!r}.")
+            low = positive_finite("tail_range low", tail_range[0])
+            high = positive_finite("tail_range high", tail_range[1])
+            if high <= low:
+                raise ParameterError(f"tail_range needs low < high, got {tail_range!r}.")
+            tail_range = (low, high)
         if auto and tail_share == 0.0:
             raise ParameterError("G_k='auto' needs a positive tail_share of ε to estimate it.")
         if tail_share > 0 and not structured:
@@ -232,8 +247,10 @@ class PrivateProblem:
         eps_fit = eps
         if tail_share > 0:
             eps_tail = tail_share * eps
-            grid = ({"low": 1e-6, "high": 1e10} if auto
-                    else {"low": 1e-4 * G_k, "high": 1e4 * G_k})
+            if tail_range is not None:
+                grid = {"low": tail_range[0], "high": tail_range[1]}
+            else:
+                grid = {"low": 1e-6, "high": 1e10} if auto else {"low": 1e-4 * G_k, "high": 1e4 * G_k}
             tail = private_tail_profile(self.model, examples, epsilon=eps_tail, ledger=ledger,
                                         source=source, **grid)
             eps_fit = eps - eps_tail

@@ -114,3 +114,15 @@ def test_an_empty_histogram_warns_and_assumes_the_worst():
         tail = private_tail_profile(model, ex, epsilon=0.05, ledger=PrivacyLedger(20, 0.05),
                                     source=SeededRandom(0), low=1e-3, high=1e3)
     assert tail.mass[-1] == 1.0 and tail.moment(2.0) >= 1e3
+
+
+def test_a_public_tail_range_narrows_the_grid_and_is_validated():
+    task = student_t_lad(n=2000, d=3, nu=6.0, n_test=10, seed=5)
+    model = _model(3)
+    data = {"x": task.X_train, "y": task.y_train}
+    r = cvxdp.PrivateProblem(model).solve(data, epsilon=1.0, moment_k=4.0, G_k="auto", random_state=2,
+                                          tail_range=(0.01, 1000.0))
+    assert "on [0.01, 1e+03]" in r.ledger.entries[0].note
+    for bad in [(1.0,), (5.0, 1.0), (0.0, 1.0), (1.0, float("inf"))]:
+        with pytest.raises(cvxdp.ParameterError):
+            cvxdp.PrivateProblem(model).solve(data, epsilon=1.0, moment_k=4.0, G_k="auto", tail_range=bad)

@@ -22,8 +22,10 @@ Small samples: with ``J`` bins of width ``2^{1/b}`` the threshold
 ``ε_h = 0.1``).  The histogram is then *coarsened* — adjacent noisy counts summed
 in blocks of 2, 4, 8, … with a threshold valid for a sum of Laplace noises
 (:func:`sum_laplace_threshold`) — until the bins that survive hold at least half
-of the ``n`` examples.  Summing released noisy counts is post-processing: no
-extra privacy is spent; a coarser bin only rounds its values up further.
+of the ``n`` examples (failing that, the level that saw the most is kept, with a
+:class:`~cvxdp.error.UtilityWarning` when its bins are wide).  Summing released
+noisy counts is post-processing: no extra privacy is spent; a coarser bin only
+rounds its values up further.
 
 What the estimate is *not*: a certified upper bound.  Bins whose noisy count
 falls below the noise threshold are dropped, so a sparse far tail can be
@@ -155,18 +157,30 @@ class CombinedTail:
 def sum_laplace_threshold(scale: float, terms: int, beta: float) -> float:
     """``t`` with ``P(S ≥ t) ≤ β`` for ``S`` a sum of ``terms`` i.i.d. Laplace(``scale``) variables.
 
-    One term: the exact tail ``½ e^{−t/s}`` gives ``t = s log(1/(2β))``, used
-    here as ``s log(1/β)``.  More terms: the Laplace moment generating function
-    ``1/(1 − s²θ²) ≤ e^{2s²θ²}`` for ``sθ ≤ 1/√2`` and Chernoff give
-    ``P(S ≥ t) ≤ exp(−t²/(8 b s²))`` for ``t ≤ 2√2 b s`` and
-    ``exp(b − t/(√2 s))`` beyond, whence the two branches below.
+    One term: the exact tail ``½ e^{−t/s}``; ``t = s log(1/β)`` (a factor 2 to
+    spare).  ``b`` terms: Chernoff with the Laplace moment generating function
+    ``E e^{θS} = (1 − s²θ²)^{−b}``, ``P(S ≥ t) ≤ min_θ (1 − s²θ²)^{−b} e^{−θt}``;
+    the minimizing ``θ = (√(b²s² + t²) − bs)/(ts)`` solves
+    ``2bs²θ/(1 − s²θ²) = t``, and ``t`` is found by bisection (the bound
+    decreases in ``t``).
     """
     L = math.log(1.0 / beta)
     if terms <= 1:
         return scale * L
     b = float(terms)
-    gauss = math.sqrt(8.0 * b * L)
-    return scale * (gauss if gauss <= 2.0 * math.sqrt(2.0) * b else math.sqrt(2.0) * (L + b))
+
+    def log_tail(t: float) -> float:
+        theta = (math.sqrt(b * b * scale * scale + t * t) - b * scale) / (t * scale)
+        return -b * math.log1p(-(scale * theta) ** 2) - theta * t
+
+    lo, hi = 0.0, scale * (math.sqrt(2.0) * (L + b) + 1.0)  # the closed-form θ = 1/(√2 s) bound
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        if log_tail(mid) > -L:
+            lo = mid
+        else:
+            hi = mid
+    return hi
 
 
 def _laplace(source: NoiseSource, scale: float, size: int) -> np.ndarray:
@@ -197,22 +211,37 @@ def private_tail_profile(model: Model, examples: Examples, *, epsilon: float, le
     ledger.charge(eps, idx, mechanism="private tail histogram", batch="all", sensitivity=2.0,
                   noise_scale=2.0 / eps, note=f"{J + 2} bins on [{low:.3g}, {high:.3g}]")
     noisy = counts + _laplace(source, 2.0 / eps, counts.size)
-    # everything below is post-processing of the released noisy counts
-    block = 1
+    # everything below is post-processing of the released noisy counts.  Level j (blocks of 2^j fine
+    # bins) gets failure probability β/2^{j+1} split over its bins, so all levels together stay under β.
+    levels = []
+    block, level_beta = 1, beta / 2.0
     while True:
         merged = np.add.reduceat(noisy, np.arange(0, noisy.size, block))
-        threshold = sum_laplace_threshold(2.0 / eps, block, beta / (2.0 * merged.size))
+        threshold = sum_laplace_threshold(2.0 / eps, block, level_beta / merged.size)
         kept = np.where(merged >= threshold, merged, 0.0)
+        levels.append((kept, block, threshold))
         if kept.sum() >= 0.5 * n or block >= noisy.size:
             break
         block *= 2
+        level_beta /= 2.0
+    if kept.sum() < 0.5 * n:
+        # no level saw half the sample: keep the one that saw the most (the finer one on ties)
+        kept, block, threshold = max(levels, key=lambda lv: (lv[0].sum(), -lv[1]))
+    rounding = 2.0 ** (block / bins_per_octave)
+    if kept.sum() > 0 and rounding > 4.0:
+        warnings.warn(UtilityWarning(
+            f"the private tail histogram had to merge {block} bins to see anything above its noise "
+            f"(n = {n}, ε = {eps:g}): its values are rounded up by as much as {rounding:.3g}×. Pass a "
+            "public G_k, raise the share of ε spent on the histogram, or narrow its grid (tail_range)."),
+            stacklevel=2)
     if kept.sum() <= 0:
         kept = np.zeros_like(merged)
         kept[-1] = 1.0  # nothing survived even one block: assume the worst, everything above the grid
         warnings.warn(UtilityWarning(
             f"the private tail histogram saw nothing above its noise (n = {n}, ε = {eps:g}): every "
             f"example is assumed to sit at the top of the grid ({high:.3g}), which makes the fit noisy. "
-            "Pass a public G_k, raise the share of ε spent on the histogram, or narrow its grid."),
+            "Pass a public G_k, raise the share of ε spent on the histogram, or narrow its grid "
+            "(tail_range)."),
             stacklevel=2)
     return TailProfile(edges=edges, mass=kept / kept.sum(), epsilon=eps, threshold=threshold, n=n,
                        block=block)

@@ -208,7 +208,10 @@ class PrivateProblem:
         if not 0.0 <= tail_share < 1.0 or math.isnan(tail_share):
             raise ParameterError(f"tail_share must lie in [0, 1), got {tail_share}.")
         if tail_range is not None:
-            if len(tail_range) != 2:
+            if tail_share == 0.0:
+                raise ParameterError("tail_range sets the grid of the private tail histogram, which "
+                                     "tail_share = 0 turns off; drop tail_range or pass tail_share > 0.")
+            if not isinstance(tail_range, tuple | list) or len(tail_range) != 2:
                 raise ParameterError(f"tail_range must be a pair (low, high), got {tail_range!r}.")
             low = positive_finite("tail_range low", tail_range[0])
             high = positive_finite("tail_range high", tail_range[1])

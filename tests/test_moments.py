@@ -106,6 +106,22 @@ def test_small_samples_coarsen_the_histogram_instead_of_reading_noise_as_mass():
     assert G4 <= tail.moment(4.0) <= 2.0 ** (tail.block / 2) * 4.0 * G4
 
 
+def test_coarsening_keeps_the_level_that_saw_most_and_warns_about_rounding():
+    # 3000 examples spread evenly over 12 octaves (24 fine bins): at ε = 0.04 no fine bin clears the
+    # noise, and no level gathers half the sample in its surviving bins. The histogram keeps the
+    # level that saw the most (blocks of 8 bins here) instead of assuming the worst, and says how
+    # coarse that is.
+    model = _model(1)
+    A = np.exp(np.random.default_rng(0).uniform(0.0, 12.0 * np.log(2.0), 3000))
+    ex = model.bind({"x": A[:, None], "y": np.zeros(3000)})
+    with pytest.warns(UtilityWarning, match="rounded up"):
+        tail = private_tail_profile(model, ex, epsilon=0.04, ledger=PrivacyLedger(3000, 0.04),
+                                    source=SeededRandom(3), low=1e-3, high=1e6)
+    assert tail.block >= 8 and tail.mass[-1] == 0.0
+    true_rms = np.sqrt(np.mean(A**2))
+    assert true_rms / 4.0 <= tail.moment(2.0) <= 16.0 * true_rms
+
+
 def test_an_empty_histogram_warns_and_assumes_the_worst():
     model = _model(2)
     X = np.ones((20, 2))
@@ -123,6 +139,9 @@ def test_a_public_tail_range_narrows_the_grid_and_is_validated():
     r = cvxdp.PrivateProblem(model).solve(data, epsilon=1.0, moment_k=4.0, G_k="auto", random_state=2,
                                           tail_range=(0.01, 1000.0))
     assert "on [0.01, 1e+03]" in r.ledger.entries[0].note
-    for bad in [(1.0,), (5.0, 1.0), (0.0, 1.0), (1.0, float("inf"))]:
+    for bad in [(1.0,), (5.0, 1.0), (0.0, 1.0), (1.0, float("inf")), 5.0, "ab", {"low": 1}]:
         with pytest.raises(cvxdp.ParameterError):
             cvxdp.PrivateProblem(model).solve(data, epsilon=1.0, moment_k=4.0, G_k="auto", tail_range=bad)
+    with pytest.raises(cvxdp.ParameterError, match="tail_share"):
+        cvxdp.PrivateProblem(model).solve(data, epsilon=1.0, moment_k=4.0, G_k=3.0, tail_share=0.0,
+                                          tail_range=(0.1, 10.0))

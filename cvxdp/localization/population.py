@@ -68,15 +68,17 @@ def phase_schedule(n: int, d: int, epsilon: float, k: float, G_k: float, G_2: fl
     """Batch sizes and regularization of every phase (public: depends on ``n`` only, not the data)."""
     min_size = min_group_size or max(10, 2 * d)
     sizes: list[int] = []
+    cut = False
     t = 1
     while True:
         n_t = n // 2**t
         if n_t // groups < min_size:
             break
+        if max_phases is not None and len(sizes) >= max_phases:
+            cut = True
+            break
         sizes.append(n_t)
         t += 1
-        if max_phases is not None and len(sizes) >= max_phases:
-            break
     if not sizes:
         need = 2 * groups * min_size
         raise ParameterError(
@@ -87,7 +89,7 @@ def phase_schedule(n: int, d: int, epsilon: float, k: float, G_k: float, G_2: fl
     lam1 = initial_lambda(n, d, epsilon, k, G_k, G_2, D, lambda_scale)
     lambdas = tuple(lam1 * growth ** i for i in range(len(sizes)))
     schedule = PhaseSchedule(sizes=tuple(sizes), lambdas=lambdas, groups=groups, lambda_1=lam1, growth=growth)
-    if max_phases is not None and len(sizes) == max_phases:
+    if cut:
         schedule = spread_over_phases(schedule, n)  # cut short: do not leave examples unused
     return schedule
 
@@ -190,8 +192,12 @@ def _search_schedule(n: int, d: int, epsilon: float, k: float, G_k: float, G_2: 
                 best = PhaseSchedule(sizes=full.sizes[:T], lambdas=full.lambdas[:T], groups=groups,
                                      lambda_1=full.lambda_1, growth=growth, proxy=float(proxies[T - 1]))
     assert best is not None
-    # the proxy was computed with the halving prefix; the rescaled batches only make it smaller
-    return spread_over_phases(best, n)
+    if sum(best.sizes) < n - best.phases:
+        # the search compared halving prefixes; the chosen one gets every example and its own proxy
+        best = spread_over_phases(best, n)
+        proxy = schedule_proxy(best, profile, d=d, epsilon=epsilon, k=k, G_k=G_k, G_2=G_2, D=D, beta=beta)
+        best = replace(best, proxy=float(proxy[-1]))
+    return best
 
 
 def majority_vote(candidates: np.ndarray, radius: float) -> int:

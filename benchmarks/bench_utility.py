@@ -63,51 +63,105 @@ OP_RULE = "clipped OP (public rule)"
 OP_HINDSIGHT = "clipped OP (hindsight)"
 GD_RULE = "noisy clipped GD (public rule)"
 GD_HINDSIGHT = "noisy clipped GD (hindsight)"
+OBJ_PERT = "objective perturbation (public rule)"
 NONPRIVATE = "non-private ERM"
-ALL_METHODS = (CVXDP, CVXDP_PAPER, CVXDP_ABLATION, OP_RULE, OP_HINDSIGHT, GD_RULE, GD_HINDSIGHT, NONPRIVATE)
+ALL_METHODS = (CVXDP, CVXDP_PAPER, CVXDP_ABLATION, OP_RULE, OP_HINDSIGHT, GD_RULE, GD_HINDSIGHT, OBJ_PERT,
+               NONPRIVATE)
+HUBER_M = 1.0
+MC_SAMPLES = 2_000_000
+STUDIES = ("n", "epsilon", "k", "smooth", "real")
 GD_C_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
 GD_STEP_FACTORS = (0.25, 1.0)
 
 
-def make_task(kind: str, n: int, seed: int, k: float = K):
+def make_task(kind: str, n: int, seed: int, k: float = K, n_test: int = 10):
     from cvxdp.datasets import high_leverage_tail, student_t_lad
 
-    if kind == "high-leverage":
-        return high_leverage_tail(n=n, d=D_FEATURES, n_test=10, seed=seed)
+    if kind in ("high-leverage", "high-leverage-huber"):
+        return high_leverage_tail(n=n, d=D_FEATURES, n_test=n_test, seed=seed)
     if kind == "student-t":
         return student_t_lad(n=n, d=D_FEATURES, nu=k + 1.0, n_test=10, seed=seed)
     raise ValueError(kind)
 
 
-def lad_model(task):
+def make_model(instance: str, task):
+    """The LAD model on an ℓ2 ball, or the Huber model for the smooth study; and its G_k factor."""
     import cvxpy as cp
 
     import cvxdp
 
     w = cp.Variable(task.d)
-    return cvxdp.Model(cvxdp.losses.absolute(w), [cp.norm(w, 2) <= task.radius])
+    if instance.endswith("-huber"):
+        # CVXPY's huber(r, M) has slope 2M outside [−M, M]: A(z) = 2M ||x||
+        return cvxdp.Model(cvxdp.losses.huber(w, HUBER_M), [cp.norm(w, 2) <= task.radius]), 2.0 * HUBER_M
+    return cvxdp.Model(cvxdp.losses.absolute(w), [cp.norm(w, 2) <= task.radius]), 1.0
+
+
+def monte_carlo_huber_risk(task) -> tuple:
+    """``(F, F*)`` for the Huber loss, which has no quadrature: the risk on the task's held-out sample.
+
+    The smooth study draws 2·10^6 held-out examples from the same law as the training set (the
+    same ``w₁, w₂``); every ``w`` is scored on that one sample (common random numbers), so excess
+    risks are accurate far below the sampling error of either term.  ``F*`` is minimized with
+    L-BFGS from the LAD minimizer.
+    """
+    from scipy.optimize import minimize
+
+    X, y, M = task.X_test, task.y_test, HUBER_M
+
+    def risk_grad(w):
+        r = y - X @ w
+        inside = np.abs(r) <= M
+        val = np.where(inside, r * r, 2.0 * M * np.abs(r) - M * M).mean()
+        dr = np.where(inside, 2.0 * r, 2.0 * M * np.sign(r))
+        return val, -(X.T @ dr) / r.size
+
+    res = minimize(risk_grad, task.w_star, jac=True, method="L-BFGS-B", options={"gtol": 1e-12})
+    if np.linalg.norm(res.x) > task.radius:  # pragma: no cover - the minimizer lies well inside W
+        raise RuntimeError("the Huber population minimizer left the domain; the excess risk needs a "
+                           "constrained minimization")
+    return (lambda w: risk_grad(np.asarray(w, float))[0]), float(res.fun)
 
 
 def run_cell(spec: dict) -> dict:
     """All requested methods on one (instance, n, ε, seed): excess population risks and seconds."""
     import cvxdp
-    from cvxdp.baselines import clipped_output_perturbation, noisy_clipped_gd, nonprivate_erm
-    from cvxdp.baselines.tuning import hindsight_grid, noisy_gd_rule, output_perturbation_rule
+    from cvxdp.baselines import (
+        clipped_output_perturbation,
+        noisy_clipped_gd,
+        nonprivate_erm,
+        objective_perturbation,
+    )
+    from cvxdp.baselines.tuning import (
+        hindsight_grid,
+        noisy_gd_rule,
+        objective_perturbation_rule,
+        output_perturbation_rule,
+    )
 
     warnings.simplefilter("ignore")
     k = spec.get("k", K)
-    task = make_task(spec["instance"], spec["n"], 1000 + spec["seed"], k)
-    model = lad_model(task)
+    instance = spec["instance"]
+    huber = instance.endswith("-huber")
+    task = make_task(instance, spec["n"], 1000 + spec["seed"], k, n_test=MC_SAMPLES if huber else 10)
+    model, factor = make_model(instance, task)
     data = {"x": task.X_train, "y": task.y_train}
     n, d, eps, seed = spec["n"], task.d, spec["epsilon"], spec["seed"]
-    D, G_k, G_2 = model.diameter, task.G(k), task.G(2.0)
+    D, G_k, G_2 = model.diameter, factor * task.G(k), factor * task.G(2.0)
+    if huber:
+        risk, risk_min = monte_carlo_huber_risk(task)
+
+        def excess(w):
+            return risk(w) - risk_min
+    else:
+        excess = task.excess_risk
     out: dict = {"excess": {}, "seconds": {}, "params": {}}
 
     def record(name, fn):
         t0 = time.perf_counter()
         w, params = fn()
         out["seconds"][name] = time.perf_counter() - t0
-        out["excess"][name] = task.excess_risk(w)
+        out["excess"][name] = excess(w)
         out["params"][name] = params
 
     def private(**kw):
@@ -132,7 +186,7 @@ def run_cell(spec: dict) -> dict:
         def op_best():
             trials = [(p, clipped_output_perturbation(model, data, epsilon=eps, random_state=seed, **p).w)
                       for p in hindsight_grid(op_rule)]
-            risks = [task.excess_risk(w) for _, w in trials]
+            risks = [excess(w) for _, w in trials]
             i = int(np.argmin(risks))
             return trials[i][1], trials[i][0]
         record(OP_HINDSIGHT, op_best)
@@ -145,10 +199,14 @@ def run_cell(spec: dict) -> dict:
             grid = [{"C": gd_rule["C"] * a, "steps": max(1, round(gd_rule["steps"] * b))}
                     for a in GD_C_FACTORS for b in GD_STEP_FACTORS]
             trials = [(p, noisy_clipped_gd(model, data, epsilon=eps, random_state=seed, **p).w) for p in grid]
-            risks = [task.excess_risk(w) for _, w in trials]
+            risks = [excess(w) for _, w in trials]
             i = int(np.argmin(risks))
             return trials[i][1], trials[i][0]
         record(GD_HINDSIGHT, gd_best)
+    if OBJ_PERT in methods:
+        obj_rule = objective_perturbation_rule(n, d, eps, D, task.G(2.0))  # clips ||x|| at B = G₂(x)
+        record(OBJ_PERT, lambda: (objective_perturbation(model, data, epsilon=eps, random_state=seed,
+                                                         **obj_rule).w, obj_rule))
     if NONPRIVATE in methods:
         record(NONPRIVATE, lambda: (nonprivate_erm(model, model.bind(data)), {}))
     return {**{key: spec[key] for key in ("study", "instance", "n", "epsilon", "seed")}, "k": k, **out}
@@ -274,7 +332,7 @@ def _series(summary, study, instance, method, key="n", k=K):
 
 STYLE = {CVXDP: ("C0", "o", "-"), CVXDP_PAPER: ("C0", "x", ":"), CVXDP_ABLATION: ("C9", "s", "--"),
          OP_RULE: ("C3", "^", "-"), OP_HINDSIGHT: ("C3", "^", ":"), GD_RULE: ("C2", "v", "-"),
-         GD_HINDSIGHT: ("C2", "v", ":"), NONPRIVATE: ("k", "D", "-")}
+         GD_HINDSIGHT: ("C2", "v", ":"), OBJ_PERT: ("C1", "P", "-"), NONPRIVATE: ("k", "D", "-")}
 
 
 def _errorbars(ax, summary: dict, study: str, instance: str, key: str = "n") -> None:
@@ -371,28 +429,33 @@ def _cell(r: dict) -> str:
     return f"{r['median']:.2g} [{r['q25']:.2g}, {r['q75']:.2g}]"
 
 
+def _table(rows: list[dict], key: str) -> list[str]:
+    """Markdown rows: one per method, one column per value of ``key`` (n or ε)."""
+    cols = sorted({r[key] for r in rows})
+    label = (lambda v: f"n = {v:,}") if key == "n" else (lambda v: f"ε = {v:g}")
+    out = ["| method | " + " | ".join(label(v) for v in cols) + " |", "|---|" + "---|" * len(cols)]
+    for m in ALL_METHODS:
+        cells = {r[key]: r for r in rows if r["method"] == m}
+        if cells:
+            out.append(f"| {m} | " + " | ".join(_cell(cells[v]) if v in cells else "–" for v in cols) + " |")
+    return out
+
+
 def markdown(summary: dict, real: list[dict], tgt: dict, files: list[str], meta: dict) -> str:
     lines = [f"Measured by `python benchmarks/bench_utility.py` on {meta['machine']} "
              f"({meta['seeds']} seeds per cell, {meta['minutes']:.0f} min). Excess population risk, "
              "median [25%, 75%]; *hindsight* rows pick the best of a grid by the population risk "
              "(not private: a ceiling for a tuned baseline).", ""]
-    for inst in ("high-leverage", "student-t"):
-        rows = [r for r in summary["rows"] if r["study"] == "n" and r["instance"] == inst]
-        if not rows:
-            continue
-        ns = sorted({r["n"] for r in rows})
-        lines.append(f"**{'High-leverage tail' if inst == 'high-leverage' else 'Student-t LAD control'}** "
-                     "(d = 10, ε = 1, k = 4)")
-        lines.append("")
-        lines.append("| method | " + " | ".join(f"n = {n:,}" for n in ns) + " |")
-        lines.append("|---|" + "---|" * len(ns))
-        for m in ALL_METHODS:
-            cells = {r["n"]: r for r in rows if r["method"] == m}
-            if not cells:
-                continue
-            lines.append(f"| {m} | " + " | ".join(
-                _cell(cells[n]) if n in cells else "–" for n in ns) + " |")
-        lines.append("")
+    tables = [("n", "high-leverage", "n", "**High-leverage tail** (d = 10, ε = 1, k = 4)"),
+              ("n", "student-t", "n", "**Student-t LAD control** (ν = 5, d = 10, ε = 1, k = 4)"),
+              ("epsilon", "high-leverage", "epsilon", "**High-leverage tail against ε** (n = 30,000)"),
+              ("smooth", "high-leverage-huber", "n",
+               "**Smooth loss: Huber (M = 1) on the high-leverage tail** (ε = 1; risk on 2·10⁶ fresh "
+               "samples) — the one instance where objective perturbation applies")]
+    for study, inst, key, title in tables:
+        rows = [r for r in summary["rows"] if r["study"] == study and r["instance"] == inst]
+        if rows:
+            lines += [title, "", *_table(rows, key), ""]
     if summary["slopes"]:
         lines.append("| fitted slope in n | instance | k | privacy-dominated sizes | slope there | all sizes "
                      "| −(1−1/k) |")
@@ -443,22 +506,31 @@ def update_readme(text: str) -> None:
 
 # ----------------------------------------------------------------------------- driver
 
-def specs_full(seeds: int) -> list[dict]:
+def specs_full(seeds: int, studies: tuple[str, ...] = STUDIES) -> list[dict]:
     specs = []
-    for inst in ("high-leverage", "student-t"):
-        for n in (1_000, 3_000, 10_000, 30_000, 100_000):
+    lad_methods = tuple(m for m in ALL_METHODS if m != OBJ_PERT)  # objective perturbation needs smoothness
+    if "n" in studies:
+        for inst in ("high-leverage", "student-t"):
+            for n in (1_000, 3_000, 10_000, 30_000, 100_000):
+                for s in range(seeds):
+                    specs.append({"study": "n", "instance": inst, "n": n, "epsilon": 1.0, "seed": s,
+                                  "methods": lad_methods})
+    if "epsilon" in studies:
+        for eps in (0.1, 0.3, 1.0, 3.0, 10.0):
             for s in range(seeds):
-                specs.append({"study": "n", "instance": inst, "n": n, "epsilon": 1.0, "seed": s,
-                              "methods": ALL_METHODS})
-    for eps in (0.1, 0.3, 1.0, 3.0, 10.0):
-        for s in range(seeds):
-            specs.append({"study": "epsilon", "instance": "high-leverage", "n": 30_000, "epsilon": eps,
-                          "seed": s, "methods": (CVXDP, CVXDP_ABLATION, OP_RULE, GD_RULE, NONPRIVATE)})
-    for k in (2.5, 4.0, 8.0):
-        for n in (1_000, 3_000, 10_000, 30_000, 100_000):
+                specs.append({"study": "epsilon", "instance": "high-leverage", "n": 30_000, "epsilon": eps,
+                              "seed": s, "methods": (CVXDP, CVXDP_ABLATION, OP_RULE, GD_RULE, NONPRIVATE)})
+    if "k" in studies:
+        for k in (2.5, 4.0, 8.0):
+            for n in (1_000, 3_000, 10_000, 30_000, 100_000):
+                for s in range(seeds):
+                    specs.append({"study": "k", "instance": "student-t", "n": n, "epsilon": 1.0, "seed": s,
+                                  "k": k, "methods": (CVXDP, OP_RULE)})
+    if "smooth" in studies:
+        for n in (10_000, 100_000):
             for s in range(seeds):
-                specs.append({"study": "k", "instance": "student-t", "n": n, "epsilon": 1.0, "seed": s,
-                              "k": k, "methods": (CVXDP, OP_RULE)})
+                specs.append({"study": "smooth", "instance": "high-leverage-huber", "n": n, "epsilon": 1.0,
+                              "seed": s, "methods": (CVXDP, OP_RULE, GD_RULE, OBJ_PERT, NONPRIVATE)})
     # the largest cells first, so the pool's two workers finish together
     return sorted(specs, key=lambda sp: -sp["n"] * len(sp["methods"]))
 
@@ -470,6 +542,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--json", type=str, default=None)
     parser.add_argument("--no-readme", action="store_true")
+    parser.add_argument("--studies", type=str, default=",".join(STUDIES),
+                        help="comma-separated subset of " + ", ".join(STUDIES) + "; a subset replaces "
+                        "those studies in an existing benchmarks/results/utility.json and keeps the rest")
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
     if args.quick:
@@ -487,9 +562,13 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"op/cvxdp excess ratio per seed: {', '.join(f'{g:.2f}' for g in gaps)}")
         return result
     seeds = args.seeds or 5
-    specs = specs_full(seeds)
+    studies = tuple(x.strip() for x in args.studies.split(",") if x.strip())
+    unknown = set(studies) - set(STUDIES)
+    if unknown:
+        parser.error(f"unknown studies {sorted(unknown)}; choose from {', '.join(STUDIES)}")
+    specs = specs_full(seeds, studies)
     real_specs = [{"dataset": ds, "epsilon": e, "seed": s} for ds in ("engel", "breast-cancer", "randhie")
-                  for e in (0.5, 1.0, 4.0) for s in range(seeds)]
+                  for e in (0.5, 1.0, 4.0) for s in range(seeds)] if "real" in studies else []
     try:
         from tqdm import tqdm
     except ImportError:  # pragma: no cover
@@ -498,6 +577,12 @@ def main(argv: list[str] | None = None) -> dict:
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         cells = list(tqdm(pool.map(run_cell, specs), total=len(specs), desc="synthetic cells"))
         real = list(tqdm(pool.map(run_real, real_specs), total=len(real_specs), desc="real-data cells"))
+    previous = RESULTS / "utility.json"
+    if set(studies) != set(STUDIES) and previous.exists():
+        kept = json.loads(previous.read_text())
+        cells = [c for c in kept["cells"] if c["study"] not in studies] + cells
+        if "real" not in studies:
+            real = kept.get("real", [])
     summary = summarize(cells)
     bias = clipping_bias_curve()
     tgt = targets(summary)

@@ -346,14 +346,15 @@ def _errorbars(ax, summary: dict, study: str, instance: str, key: str = "n") -> 
                     label=m, capsize=2, ms=4)
 
 
-def _finish(fig, ax, path: Path, files: list[str], legend: float | None = None) -> None:
+def _finish(fig, ax, path: Path, files: list[str], legend: float | None = None,
+            rect: tuple = (0, 0, 1, 1)) -> None:
     import matplotlib.pyplot as plt
 
     if ax is not None:
         ax.grid(alpha=0.3, which="both")
         if legend:
             ax.legend(fontsize=legend)
-    fig.tight_layout()
+    fig.tight_layout(rect=rect)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     files.append(path.name)
@@ -367,7 +368,7 @@ def plot(summary: dict, bias: dict, outdir: Path) -> list[str]:
 
     files = []
     titles = {"high-leverage": "high-leverage tail (clipping biased)", "student-t": "Student-t LAD (control)"}
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.6), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5.4), sharey=True)
     for ax, inst in zip(axes, ("high-leverage", "student-t"), strict=True):
         _errorbars(ax, summary, "n", inst)
         ns = np.logspace(3, 5, 50)
@@ -380,8 +381,8 @@ def plot(summary: dict, bias: dict, outdir: Path) -> list[str]:
         ax.set(xscale="log", yscale="log", xlabel="n", title=f"{titles[inst]}, d=10, ε=1, k=4")
         ax.grid(alpha=0.3, which="both")
     axes[0].set_ylabel("excess population risk (median, 25–75%)")
-    axes[1].legend(fontsize=7, loc="lower left")
-    _finish(fig, None, outdir / "utility_vs_n.png", files)
+    fig.legend(*axes[1].get_legend_handles_labels(), loc="lower center", ncol=4, fontsize=7.5, frameon=False)
+    _finish(fig, None, outdir / "utility_vs_n.png", files, rect=(0, 0.13, 1, 1))
 
     if any(r["study"] == "epsilon" for r in summary["rows"]):
         fig, ax = plt.subplots(figsize=(6.2, 4.6))
@@ -457,13 +458,23 @@ def markdown(summary: dict, real: list[dict], tgt: dict, files: list[str], meta:
         if rows:
             lines += [title, "", *_table(rows, key), ""]
     if summary["slopes"]:
-        lines.append("| fitted slope in n | instance | k | privacy-dominated sizes | slope there | all sizes "
+        lines.append("Fitted slope of the median excess risk in n (log-log least squares), in the "
+                     "privacy-dominated regime (sizes where the rate's private term exceeds its "
+                     "statistical term) and over all sizes:")
+        lines.append("")
+        lines.append("| method | instance | k | privacy-dominated sizes | slope there | all sizes "
                      "| −(1−1/k) |")
         lines.append("|---|---|---|---|---|---|---|")
+        seen = set()
         for s in summary["slopes"]:
+            key = (s["method"], s["instance"], s["k"])
+            if key in seen:  # the k = 4 control appears in both the n and the k study: same cells' kind
+                continue
+            seen.add(key)
             sizes = ", ".join(f"{n:,}" for n in s["private_regime_sizes"]) or "none"
+            there = f"{s['slope_private_regime']:.2f}" if s["private_regime_sizes"] else "–"
             lines.append(f"| {s['method']} | {s['instance']} | {s['k']:g} | {sizes} | "
-                         f"{s['slope_private_regime']:.2f} | {s['slope_all']:.2f} | {s['theory']:.2f} |")
+                         f"{there} | {s['slope_all']:.2f} | {s['theory']:.2f} |")
         lines.append("")
     if tgt:
         lines.append(
@@ -542,6 +553,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--json", type=str, default=None)
     parser.add_argument("--no-readme", action="store_true")
+    parser.add_argument("--replot", action="store_true",
+                        help="redraw figures, tables and the README section from results/utility.json")
     parser.add_argument("--studies", type=str, default=",".join(STUDIES),
                         help="comma-separated subset of " + ", ".join(STUDIES) + "; a subset replaces "
                         "those studies in an existing benchmarks/results/utility.json and keeps the rest")
@@ -566,30 +579,36 @@ def main(argv: list[str] | None = None) -> dict:
     unknown = set(studies) - set(STUDIES)
     if unknown:
         parser.error(f"unknown studies {sorted(unknown)}; choose from {', '.join(STUDIES)}")
-    specs = specs_full(seeds, studies)
-    real_specs = [{"dataset": ds, "epsilon": e, "seed": s} for ds in ("engel", "breast-cancer", "randhie")
-                  for e in (0.5, 1.0, 4.0) for s in range(seeds)] if "real" in studies else []
-    try:
-        from tqdm import tqdm
-    except ImportError:  # pragma: no cover
-        def tqdm(x, **_):
-            return x
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        cells = list(tqdm(pool.map(run_cell, specs), total=len(specs), desc="synthetic cells"))
-        real = list(tqdm(pool.map(run_real, real_specs), total=len(real_specs), desc="real-data cells"))
     previous = RESULTS / "utility.json"
-    if set(studies) != set(STUDIES) and previous.exists():
+    meta = {"machine": f"{platform.processor() or platform.machine()}, {args.jobs} worker processes",
+            "seeds": seeds, "minutes": 0.0}
+    if args.replot:
         kept = json.loads(previous.read_text())
-        cells = [c for c in kept["cells"] if c["study"] not in studies] + cells
-        if "real" not in studies:
-            real = kept.get("real", [])
+        cells, real, meta = kept["cells"], kept["real"], kept["meta"]
+    else:
+        specs = specs_full(seeds, studies)
+        real_specs = [{"dataset": ds, "epsilon": e, "seed": s} for ds in ("engel", "breast-cancer", "randhie")
+                      for e in (0.5, 1.0, 4.0) for s in range(seeds)] if "real" in studies else []
+        try:
+            from tqdm import tqdm
+        except ImportError:  # pragma: no cover
+            def tqdm(x, **_):
+                return x
+        with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+            cells = list(tqdm(pool.map(run_cell, specs), total=len(specs), desc="synthetic cells"))
+            real = list(tqdm(pool.map(run_real, real_specs), total=len(real_specs), desc="real-data cells"))
+        meta["minutes"] = (time.perf_counter() - t0) / 60.0
+        if set(studies) != set(STUDIES) and previous.exists():
+            kept = json.loads(previous.read_text())
+            cells = [c for c in kept["cells"] if c["study"] not in studies] + cells
+            if "real" not in studies:
+                real = kept.get("real", [])
+            meta["minutes"] += kept["meta"]["minutes"]  # the time of every study in the file
     summary = summarize(cells)
     bias = clipping_bias_curve()
     tgt = targets(summary)
     RESULTS.mkdir(parents=True, exist_ok=True)
     files = plot(summary, bias, RESULTS)
-    meta = {"machine": f"{platform.processor() or platform.machine()}, {args.jobs} worker processes",
-            "seeds": seeds, "minutes": (time.perf_counter() - t0) / 60.0}
     result = {"benchmark": "utility", "meta": meta, "summary": summary, "targets": tgt, "clipping_bias": bias,
               "cells": cells, "real": real}
     (RESULTS / "utility.json").write_text(json.dumps(result, indent=1, default=float))

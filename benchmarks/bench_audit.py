@@ -84,6 +84,7 @@ def main(argv: list[str] | None = None) -> dict:
             rows.append({"mechanism": name, "neighbours": kind, "claimed_epsilon": eps,
                          "epsilon_lower_bound": r.epsilon_lower_bound, "runs_per_side": runs,
                          "confidence": r.confidence, "statistic": r.statistic,
+                         "refusals_per_side": r.extra.get("refusals", [0, 0]),
                          "expected_sound": sound, "violation": r.violation,
                          "seconds": time.perf_counter() - t0})
             print(r.summary())

@@ -17,6 +17,14 @@ audit's own failure probability); a mechanism whose noise is too small is
 caught with a lower bound above its claim.  Audits only *falsify*: passing one
 is evidence, not a proof.
 
+Refusals are outputs too.  A cvxdp fit that cannot certify its accuracy raises
+:class:`~cvxdp.error.CertificationError` and releases nothing — but *that it
+refused* is observable, so the audit records it as the output ``⊥`` (a row of
+NaNs) and its events range over ``R^d ∪ {⊥}``: every threshold event is tried
+with ``⊥`` inside and outside it, and ``{⊥}`` is an event of its own.  A
+mechanism that refuses more often on one neighbour than on the other is
+charged for it.
+
 Neighbour constructions (:func:`neighbouring_pair`) stress the heavy-tailed
 setting: one example replaced by an extreme outlier (gradient 10³–10⁶ × typical),
 by one that pushes the answer onto the domain's boundary, or by one with huge
@@ -38,6 +46,7 @@ from scipy import stats
 from cvxdp._validation import positive_finite, positive_int, probability
 from cvxdp.erm.problem import RegularizedERM
 from cvxdp.erm.solver import ERMSettings, solve_certified
+from cvxdp.error import CertificationError
 from cvxdp.localization import get_profile, initial_lambda
 from cvxdp.localization.output_perturbation import release_point
 from cvxdp.mechanisms import L2LaplaceMechanism
@@ -70,21 +79,55 @@ def epsilon_from_counts(tp: int, fp: int, n1: int, n0: int, confidence: float) -
     return max(bounds)
 
 
-def _statistics(o0: np.ndarray, o1: np.ndarray) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
-    """Candidate one-dimensional statistics fitted on selection outputs."""
-    c0, c1 = np.median(o0, axis=0), np.median(o1, axis=0)
+def _statistics(o0: np.ndarray, o1: np.ndarray, refusals: bool = False
+                ) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
+    """Candidate one-dimensional statistics fitted on the selection outputs (refusals excluded).
+
+    Each statistic comes in two variants that send a refusal ``⊥`` to ``+∞`` or
+    ``−∞``, so threshold events can hold ``⊥`` or not.
+    """
+    f0, f1 = o0[np.isfinite(o0).all(axis=1)], o1[np.isfinite(o1).all(axis=1)]
+    dim = o0.shape[1]
+    c0 = np.median(f0, axis=0) if f0.size else np.zeros(dim)
+    c1 = np.median(f1, axis=0) if f1.size else np.zeros(dim)
     v = c1 - c0
     nv = np.linalg.norm(v)
-    v = v / nv if nv > 0 else np.eye(o0.shape[1])[0]
-    return {
+    v = v / nv if nv > 0 else np.eye(dim)[0]
+    base = {
         "projection": lambda o: o @ v,
         "distance-difference": lambda o: np.linalg.norm(o - c0, axis=1) - np.linalg.norm(o - c1, axis=1),
     }
+    if not refusals:
+        return base
+    out = {}
+    for name, fn in base.items():
+        for label, fill in (("refusal high", math.inf), ("refusal low", -math.inf)):
+            out[f"{name}, {label}"] = _with_refusals(fn, fill)
+    return out
+
+
+def _with_refusals(fn: Callable[[np.ndarray], np.ndarray], fill: float) -> Callable[[np.ndarray], np.ndarray]:
+    def stat(o: np.ndarray) -> np.ndarray:
+        refused = ~np.isfinite(o).all(axis=1)
+        vals = fn(np.where(refused[:, None], 0.0, o))
+        return np.where(refused, fill, vals)
+
+    return stat
 
 
 def _best_event(s0: np.ndarray, s1: np.ndarray, confidence: float) -> tuple[float, bool, float]:
-    """Threshold ``t`` and direction maximizing the lower bound on the selection runs."""
-    cands = np.unique(np.quantile(np.concatenate([s0, s1]), np.linspace(0.001, 0.999, 400)))
+    """Threshold ``t`` and direction maximizing the lower bound on the selection runs.
+
+    Candidate thresholds are quantiles of the finite values plus the largest one
+    and one just below the smallest (so ``{s > max}`` and ``{s ≤ min⁻}`` isolate
+    refusals sent to ``±∞``).
+    """
+    finite = np.concatenate([s0, s1])
+    finite = finite[np.isfinite(finite)]
+    if finite.size == 0:
+        finite = np.zeros(1)
+    cands = np.unique(np.concatenate([np.quantile(finite, np.linspace(0.001, 0.999, 400)),
+                                      [finite.max(), np.nextafter(finite.min(), -math.inf)]]))
     best = (-math.inf, cands[0], True)
     n0, n1 = s0.size, s1.size
     s0s, s1s = np.sort(s0), np.sort(s1)
@@ -129,9 +172,11 @@ class AuditResult:
 
     def summary(self) -> str:
         flag = "VIOLATION" if self.violation else "consistent"
+        refusals = self.extra.get("refusals")
+        refused = f", refused {refusals[0]}/{refusals[1]}" if refusals and any(refusals) else ""
         return (f"{self.mechanism:<34s} claimed ε = {self.claimed_epsilon:<6.3g} audited ε ≥ "
                 f"{self.epsilon_lower_bound:6.3f} ({self.confidence:.0%}, {self.runs} runs/side, "
-                f"{self.neighbours}) {flag}")
+                f"{self.neighbours}{refused}) {flag}")
 
 
 def audit(mechanism: Mechanism, data_0: dict, data_1: dict, *, claimed_epsilon: float, runs: int = 2000,
@@ -140,7 +185,9 @@ def audit(mechanism: Mechanism, data_0: dict, data_1: dict, *, claimed_epsilon: 
     """Audit ``mechanism`` on the neighbours ``data_0, data_1`` with ``runs`` executions per side.
 
     ``mechanism(data, source)`` must return the released vector, drawing all its
-    randomness from ``source``.  Half the runs choose the statistic and event,
+    randomness from ``source``; a :class:`~cvxdp.error.CertificationError` is
+    recorded as the refusal ``⊥`` (see the module's notes) and counted per side
+    in ``extra["refusals"]``.  Half the runs choose the statistic and event,
     the other half count.
     """
     runs = positive_int("runs", runs)
@@ -149,13 +196,14 @@ def audit(mechanism: Mechanism, data_0: dict, data_1: dict, *, claimed_epsilon: 
     confidence = probability("confidence", confidence)
     positive_finite("claimed_epsilon", claimed_epsilon)
     master = SecureRandom() if random_state is None else SeededRandom(random_state)
-    out0 = np.array([np.atleast_1d(mechanism(data_0, master)) for _ in range(runs)], dtype=float)
-    out1 = np.array([np.atleast_1d(mechanism(data_1, master)) for _ in range(runs)], dtype=float)
+    out0 = _run_many(mechanism, data_0, master, runs)
+    out1 = _run_many(mechanism, data_1, master, runs)
     half = runs // 2
     sel0, ev0 = out0[:half], out0[half:]
     sel1, ev1 = out1[:half], out1[half:]
+    any_refusal = bool(np.isnan(out0).any() or np.isnan(out1).any())
     best = None
-    for name_stat, fn in _statistics(sel0, sel1).items():
+    for name_stat, fn in _statistics(sel0, sel1, any_refusal).items():
         t, upper, score = _best_event(fn(sel0), fn(sel1), confidence)
         if best is None or score > best[0]:
             best = (score, name_stat, fn, t, upper)
@@ -165,10 +213,26 @@ def audit(mechanism: Mechanism, data_0: dict, data_1: dict, *, claimed_epsilon: 
     hit1 = (e1 > t) if upper else (e1 <= t)
     tp, fp = int(hit1.sum()), int(hit0.sum())
     eps_lo = epsilon_from_counts(tp, fp, e1.size, e0.size, confidence)
+    refusals = [int(np.isnan(out).any(axis=1).sum()) for out in (out0, out1)]
     return AuditResult(mechanism=name, neighbours=neighbours, claimed_epsilon=float(claimed_epsilon),
                        epsilon_lower_bound=eps_lo, confidence=confidence, runs=runs,
                        statistic=stat_name, threshold=t, true_positive_rate=tp / e1.size,
-                       false_positive_rate=fp / e0.size)
+                       false_positive_rate=fp / e0.size, extra={"refusals": refusals})
+
+
+def _run_many(mechanism: Mechanism, data: dict, source: NoiseSource, runs: int) -> np.ndarray:
+    """``runs`` outputs as rows; a refusal (:class:`CertificationError`) is a row of NaNs."""
+    rows: list[np.ndarray | None] = []
+    for _ in range(runs):
+        try:
+            rows.append(np.atleast_1d(np.asarray(mechanism(data, source), dtype=float)))
+        except CertificationError:
+            rows.append(None)
+    released = [r for r in rows if r is not None]
+    if not released:
+        raise CertificationError(f"the mechanism refused all {runs} runs; there is nothing to audit.")
+    dim = released[0].shape
+    return np.stack([np.full(dim, np.nan) if r is None else r for r in rows])
 
 
 # -- neighbour constructions ---------------------------------------------------

@@ -16,6 +16,7 @@ from cvxdp.audit import (
     neighbouring_pair,
     output_perturbation_mechanism,
 )
+from cvxdp.error import CertificationError
 from cvxdp.problem import PrivateProblem
 
 pytestmark = pytest.mark.filterwarnings("ignore::cvxdp.error.PrivacyLeakWarning")
@@ -51,6 +52,43 @@ def test_audit_of_exact_laplace_is_sound_and_powerful():
     broken = audit(laplace(0.25), d0, d1, claimed_epsilon=1.0, runs=4000, random_state=1)
     assert 0.4 < sound.epsilon_lower_bound <= 1.0 and not sound.violation
     assert broken.violation and broken.epsilon_lower_bound > 2.0
+
+
+def _refusing_laplace(scale, refuse_0, refuse_1):
+    """Laplace(scale) around the data's center that refuses (CertificationError) with a per-side rate.
+
+    The output is snapped to the grid 2⁻²⁰ Z: unsnapped, ``center − noise`` carries the center in its
+    low-order bits (Mironov's attack), which the audit's threshold events can find.
+    """
+    def mech(data, source):
+        u, r = source.uniform(2)
+        if r < (refuse_1 if data["center"] else refuse_0):
+            raise CertificationError("injected refusal")
+        x = data["center"] - scale * np.sign(u - 0.5) * math.log1p(-2 * abs(u - 0.5))
+        return np.array([np.round(x * 2.0**20) / 2.0**20])
+    return mech
+
+
+def test_refusals_are_outputs_a_one_sided_refusal_is_caught():
+    """A mechanism with heavy noise (ε ≈ 0.01 on its outputs) that refuses only on one neighbour leaks."""
+    d0, d1 = {"center": 0.0}, {"center": 1.0}
+    r = audit(_refusing_laplace(100.0, 0.0, 0.2), d0, d1, claimed_epsilon=1.0, runs=2000, random_state=3)
+    assert r.violation and r.epsilon_lower_bound > 2.0
+    assert r.extra["refusals"][0] == 0 and 300 < r.extra["refusals"][1] < 500
+    assert "refused 0/" in r.summary()
+
+
+def test_refusals_at_equal_rates_stay_within_the_claim():
+    d0, d1 = {"center": 0.0}, {"center": 1.0}
+    r = audit(_refusing_laplace(1.0, 0.1, 0.1), d0, d1, claimed_epsilon=1.0, runs=4000, random_state=4)
+    assert not r.violation and 0.3 < r.epsilon_lower_bound <= 1.0
+    assert all(300 < k < 500 for k in r.extra["refusals"])
+
+
+def test_a_mechanism_that_always_refuses_cannot_be_audited():
+    with pytest.raises(CertificationError, match="nothing to audit"):
+        audit(_refusing_laplace(1.0, 1.0, 1.0), {"center": 0.0}, {"center": 1.0}, claimed_epsilon=1.0,
+              runs=40, random_state=0)
 
 
 @pytest.mark.parametrize("kind", NEIGHBOURS)

@@ -232,3 +232,38 @@ def test_single_query_point_broadcasts(rng):
     a = ext.evaluate(q, ex)
     b = ext.evaluate(np.tile(q, (ex.m, 1)), ex)
     assert np.allclose(a.upper, b.upper) and np.allclose(a.lower, b.lower)
+
+
+def _exactly_above(x, label, y, w, C, upper) -> bool:
+    """``|<x, y> − label| + C ||w − y|| ≤ upper`` in exact rational arithmetic (no sqrt: squared)."""
+    from fractions import Fraction as Q
+
+    u = sum(Q(float(a)) * Q(float(b)) for a, b in zip(x, y, strict=True)) - Q(float(label))
+    rest = Q(float(upper)) - abs(u)
+    dist2 = sum((Q(float(a)) - Q(float(b))) ** 2 for a, b in zip(w, y, strict=True))
+    return rest >= 0 and (rest / Q(C)) ** 2 >= dist2
+
+
+@pytest.mark.parametrize("closed_form", [True, False])
+@pytest.mark.parametrize("C", [1e8, 1.0])
+def test_upper_bound_is_exact_when_huge_features_cancel(closed_form, C):
+    """Well-fitted examples with features ~10⁶: ``<x, y>`` and the label cancel, so a rounding margin
+    relative to the (tiny) loss value is not a bound.  The certified upper bound must dominate the
+    exact value of ``f(y) + C||w − y||`` at its own inner point — and the old relative margin must
+    fail here, or the instance would not test anything."""
+    rng = np.random.default_rng(0)
+    m, d = (200 if closed_form else 40), 20
+    w = cp.Variable(d)
+    model = cvxdp.Model(cvxdp.losses.absolute(w), [cp.norm(w, 2) <= 1.0])
+    X = rng.choice([-1.0, 1.0], size=(m, d)) * rng.uniform(1e5, 1e6, size=(m, d))
+    w_fit = rng.normal(size=d)
+    w_fit *= 0.5 / np.linalg.norm(w_fit)
+    labels = X @ w_fit
+    ev = LipschitzExtension(model, C, settings=ExtensionSettings(closed_form=closed_form)).evaluate(
+        w_fit, model.bind({"x": X, "y": labels}))
+    Y = ev.inner_point
+    assert all(_exactly_above(X[i], labels[i], Y[i], w_fit, C, ev.upper[i]) for i in range(m))
+    f = np.abs(np.einsum("md,md->m", X, Y) - labels)
+    dist = np.linalg.norm(w_fit - Y, axis=1)
+    relative_only = f + C * dist + 64 * np.finfo(float).eps * (f + C * dist)
+    assert not all(_exactly_above(X[i], labels[i], Y[i], w_fit, C, relative_only[i]) for i in range(m))

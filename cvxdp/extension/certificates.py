@@ -37,6 +37,30 @@ def rounding_margin(*terms: np.ndarray) -> np.ndarray:
     return 64.0 * EPS * total + 1e-300
 
 
+def argument_rounding(d: int, a_norm: np.ndarray, y_norm: np.ndarray, b_abs: np.ndarray) -> np.ndarray:
+    """A bound on the float64 error of ``u = <a, y> + b`` (``d`` terms, then one addition).
+
+    The classical bound for a length-``d`` dot product is ``γ_d Σ|a_j y_j| ≤ γ_d ||a|| ||y||``
+    (``γ_d ≈ d ε``); the offset adds ``ε |u|``.  We charge ``(d + 2) ε (||a|| ||y|| + |b|)``.
+    Unlike a margin relative to ``|u|``, this stays valid when ``<a, y>`` and ``b`` cancel —
+    a well-fitted example with huge features or labels.
+    """
+    return (d + 2.0) * EPS * (np.asarray(a_norm) * np.asarray(y_norm) + np.abs(b_abs))
+
+
+def upper_margin(fval: np.ndarray, C: float, dist: np.ndarray, d: int, value_error: np.ndarray,
+                 w_norm: np.ndarray, y_norm: np.ndarray) -> np.ndarray:
+    """What to add to ``fl(f(y) + C ||w − y||)`` so it bounds ``f(y) + C ||w − y||`` from above.
+
+    ``value_error`` bounds the error that reaches ``f(y)`` through its argument
+    (:func:`argument_rounding` times the link's Lipschitz constant near it); the
+    link's own evaluation and the final sum are covered by :func:`rounding_margin`;
+    ``||w − y||`` errs by at most ``(d + 2) ε (||w − y|| + ||w|| + ||y||)``.
+    """
+    return (rounding_margin(fval, C * dist) + value_error
+            + C * (d + 2.0) * EPS * (dist + np.asarray(w_norm) + np.asarray(y_norm)))
+
+
 def has_exact_support(region: Domain) -> bool:
     """Whether ``σ_U`` has a closed form we evaluate directly."""
     return isinstance(region, Ball | Lens | Box | Simplex | Ellipsoid)

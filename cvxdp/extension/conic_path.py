@@ -36,11 +36,13 @@ from cvxdp.conic.program import ConicSettings, ProgramBuilder, solve
 from cvxdp.extension.blocks import EpigraphBlock
 from cvxdp.extension.certificates import (
     EPS,
+    argument_rounding,
     clip_to_ball,
     has_exact_support,
     project_simplex_rows,
     rounding_margin,
     support_upper,
+    upper_margin,
 )
 from cvxdp.extension.reduced import BracketResult, _golden_max
 from cvxdp.geometry import Ball, Domain, LocalizedDomain
@@ -192,11 +194,21 @@ def structured_bracket(examples: Examples, block: EpigraphBlock, region: Domain,
                        C: float, batch: ConicBatch, glm: tuple | None,
                        iters: int = 80) -> BracketResult:
     """Certified bracket from a conic batch for a piecewise-linear or smooth-GLM loss."""
-    m = w.shape[0]
+    m, d = w.shape
     y = region.make_feasible(batch.y)
     fval = _loss_values(examples, y)
     dist = np.linalg.norm(w - y, axis=1)
-    upper = fval + C * dist + rounding_margin(fval, C * dist)
+    y_norm, w_norm = np.linalg.norm(y, axis=1), np.linalg.norm(w, axis=1)
+    if block.pi_rows is not None:
+        A_, b_ = examples.pieces()  # max_j <A_j, y> + b_j moves by at most the worst piece's error
+        value_error = argument_rounding(d, np.linalg.norm(A_, axis=2).max(axis=1), y_norm,
+                                        np.abs(b_).max(axis=1))
+    else:
+        assert glm is not None
+        u_ = np.einsum("md,md->m", glm[0], y) + glm[1]
+        du = argument_rounding(d, np.linalg.norm(glm[0], axis=1), y_norm, glm[1])
+        value_error = glm[2].lipschitz_on(u_ - du, u_ + du) * du
+    upper = fval + C * dist + upper_margin(fval, C, dist, d, value_error, w_norm, y_norm)
     g = clip_to_ball(-batch.z_coupling[:, 1:], C)
     sigma = _region_support_fn(region, batch.z_region)
     if block.pi_rows is not None:
@@ -236,7 +248,7 @@ def structured_bracket(examples: Examples, block: EpigraphBlock, region: Domain,
         margin = rounding_margin(pi_out * bvec, phistar, sig) + 64 * EPS * np.abs(pi_out) * (
             np.linalg.norm(a, axis=1) * (np.linalg.norm(y, axis=1) + np.linalg.norm(w, axis=1) + 1))
     gw = np.einsum("md,md->m", g, w)
-    beta = beta - margin - 64 * EPS * np.linalg.norm(g, axis=1) * np.linalg.norm(w, axis=1)
+    beta = beta - margin - (d + 64.0) * EPS * np.linalg.norm(g, axis=1) * w_norm
     lower = gw + beta
     lower = np.where(np.isfinite(lower), lower, -np.inf)
     return BracketResult(upper=upper, lower=lower, g=g, beta=beta, y=y,

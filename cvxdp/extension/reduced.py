@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cvxdp.extension.certificates import clip_to_ball, rounding_margin
+from cvxdp.extension.certificates import argument_rounding, clip_to_ball, rounding_margin, upper_margin
 from cvxdp.geometry import Ball, Lens
 from cvxdp.links import Link
 
@@ -316,8 +316,10 @@ def evaluate_on_balls(w: np.ndarray, a: np.ndarray, b: np.ndarray, link: Link, C
     u = np.einsum("md,md->m", a, y) + b
     fval = link.value(u)
     dist = np.linalg.norm(w - y, axis=1)
+    y_norm, w_norm = np.linalg.norm(y, axis=1), np.linalg.norm(w, axis=1)
+    du = argument_rounding(d, alpha, y_norm, b)
     upper = fval + C * dist
-    upper = upper + rounding_margin(fval, C * dist)
+    upper = upper + upper_margin(fval, C, dist, d, link.lipschitz_on(u - du, u + du) * du, w_norm, y_norm)
     g = clip_to_ball(g, C)
     phistar = link.conjugate(pi)
     v = g - pi[:, None] * a
@@ -325,7 +327,7 @@ def evaluate_on_balls(w: np.ndarray, a: np.ndarray, b: np.ndarray, link: Link, C
     beta = pi * b - phistar - sig
     gw = np.einsum("md,md->m", g, w)
     margin = rounding_margin(pi * b, phistar, sig, gw) + 64 * EPS * (
-        np.abs(pi) * np.linalg.norm(a, axis=1) * np.linalg.norm(y, axis=1))
+        np.abs(pi) * alpha * y_norm) + (d + 64.0) * EPS * np.linalg.norm(g, axis=1) * w_norm
     beta = beta - margin
     lower = gw + beta
     lower = np.where(np.isfinite(lower), lower, -np.inf)

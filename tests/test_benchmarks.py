@@ -35,10 +35,13 @@ def test_private_fit_benchmark_quick(tmp_path, capsys):
 
 
 def test_audit_benchmark_quick(tmp_path):
-    out = tmp_path / "audit.json"
-    result = _load("bench_audit").main(["--quick", "--json", str(out)])
+    out, table = tmp_path / "audit.json", tmp_path / "audit.md"
+    result = _load("bench_audit").main(["--quick", "--json", str(out), "--markdown", str(table)])
     assert result["all_sound_within_claim"] and result["broken_mechanism_detected"]
-    assert json.loads(out.read_text())["rows"]
+    rows = json.loads(out.read_text())["rows"]
+    assert rows and all(len(r["refusals_per_side"]) == 2 for r in rows)
+    text = table.read_text()
+    assert text.count("\n| ") == len(rows) + 1 and "deliberately broken" in text
 
 
 def test_utility_benchmark_quick_orders_cvxdp_below_clipped_output_perturbation(tmp_path, capsys):

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import cvxdp
+from cvxdp.random import SeededRandom
 
 
 def reference_extension(model: cvxdp.Model, region, C: float, queries: np.ndarray,
@@ -35,3 +36,15 @@ def glm_data(rng: np.random.Generator, m: int, d: int, df: float = 3.0) -> dict:
     X = rng.standard_t(df, size=(m, d))
     y = np.where(rng.random(m) < 0.5, -1.0, 1.0)
     return {"x": X, "y": y}
+
+
+class CountingSource(SeededRandom):
+    """A seeded noise source that counts its draws (to check that nothing is drawn before a refusal)."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__(seed)
+        self.draws = 0
+
+    def uniform(self, size):
+        self.draws += 1
+        return super().uniform(size)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import cvxpy as cp
 import numpy as np
 import pytest
+from conftest import CountingSource
 
 import cvxdp
 from cvxdp.conic import program as program_module
@@ -21,21 +22,10 @@ from cvxdp.error import CertificationError, SolverError
 from cvxdp.extension import ExtensionSettings, LipschitzExtension
 from cvxdp.geometry import localize
 from cvxdp.problem import PrivateProblem
-from cvxdp.random import SeededRandom
 
 pytestmark = pytest.mark.filterwarnings("ignore::cvxdp.error.PrivacyLeakWarning")
 
 REAL_SOLVE = program_module.solve
-
-
-class CountingSource(SeededRandom):
-    def __init__(self, seed: int) -> None:
-        super().__init__(seed)
-        self.draws = 0
-
-    def uniform(self, size):
-        self.draws += 1
-        return super().uniform(size)
 
 
 def _problem(m=60, d=3):

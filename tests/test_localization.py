@@ -7,6 +7,7 @@ import math
 import cvxpy as cp
 import numpy as np
 import pytest
+from conftest import CountingSource
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,7 +28,6 @@ from cvxdp.localization import (
     round_count,
 )
 from cvxdp.localization.profiles import extension_bias_second_moment
-from cvxdp.random import SeededRandom
 
 
 @pytest.mark.parametrize("S", [1, 2, 3, 6])
@@ -131,16 +131,6 @@ def test_majority_vote():
     pts = np.array([[0.0, 0.0], [0.1, 0.0], [5.0, 5.0], [0.0, 0.1], [9.0, 9.0]])
     assert majority_vote(pts, 0.2) in (0, 1, 3)
     assert majority_vote(pts[:1], 0.2) == 0
-
-
-class CountingSource(SeededRandom):
-    def __init__(self, seed: int) -> None:
-        super().__init__(seed)
-        self.draws = 0
-
-    def uniform(self, size):
-        self.draws += 1
-        return super().uniform(size)
 
 
 def _small_erm(rng):

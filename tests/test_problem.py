@@ -5,6 +5,7 @@ from __future__ import annotations
 import cvxpy as cp
 import numpy as np
 import pytest
+from conftest import CountingSource
 
 import cvxdp
 from cvxdp.datasets import student_t_lad
@@ -15,19 +16,8 @@ from cvxdp.error import (
     UncertifiableLossError,
 )
 from cvxdp.problem import PrivateProblem
-from cvxdp.random import SeededRandom
 
 pytestmark = pytest.mark.filterwarnings("ignore::cvxdp.error.PrivacyLeakWarning")
-
-
-class CountingSource(SeededRandom):
-    def __init__(self, seed: int) -> None:
-        super().__init__(seed)
-        self.draws = 0
-
-    def uniform(self, size):
-        self.draws += 1
-        return super().uniform(size)
 
 
 def _lad(n=2000, d=3, seed=0):

@@ -171,3 +171,18 @@ def in_dual(z: np.ndarray, cones: Sequence[Cone]) -> np.ndarray:
                 val = -u * np.exp(v / u)
             ok &= ((u < 0) & (val <= np.e * w)) | ((u == 0) & (v >= 0) & (w >= 0))
     return ok
+
+
+def cones_from_dims(dims) -> tuple[Cone, ...]:
+    """The cones of a CVXPY ``ConeDims`` (zero, nonnegative, second-order, exponential), in CVXPY's row order.
+
+    Callers refuse PSD and power cones before calling this.
+    """
+    cones: list[Cone] = []
+    if dims.zero:
+        cones.append(Cone("zero", dims.zero))
+    if dims.nonneg:
+        cones.append(Cone("nonneg", dims.nonneg))
+    cones += [Cone("soc", k) for k in dims.soc]
+    cones += [Cone("exp", 3)] * dims.exp
+    return tuple(cones)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import cvxpy as cp
 import numpy as np
 
-from cvxdp.conic.cones import Cone
+from cvxdp.conic.cones import cones_from_dims
 from cvxdp.error import UncertifiableLossError
 from cvxdp.extension.blocks import EpigraphBlock
 from cvxdp.loss import Examples, Loss
@@ -48,14 +48,7 @@ class ConicTemplate:
         d = loss.variable.size
         self.y_cols = np.arange(start, start + d)
         self.aux_cols = np.setdiff1d(np.arange(n), self.y_cols)
-        cones: list[Cone] = []
-        if dims.zero:
-            cones.append(Cone("zero", dims.zero))
-        if dims.nonneg:
-            cones.append(Cone("nonneg", dims.nonneg))
-        cones += [Cone("soc", k) for k in dims.soc]
-        cones += [Cone("exp", 3)] * dims.exp
-        self.cones = tuple(cones)
+        self.cones = cones_from_dims(dims)
 
         def probe(theta: np.ndarray):
             values = {}

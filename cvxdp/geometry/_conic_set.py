@@ -12,6 +12,7 @@ import scipy.sparse as sp
 from cvxdp.conic.cones import ConeRows, project_dual
 from cvxdp.conic.program import ConicSettings, ProgramBuilder, replicate_rows, solve
 from cvxdp.error import DomainError, EmptyDomainError, SolverError, UnboundedDomainError
+from cvxdp.geometry.domain import Domain, as_points
 
 _SETTINGS = ConicSettings(tol=1e-11, max_iter=300)
 
@@ -142,3 +143,40 @@ def deep_interior_point(rows: ConeRows, d: int, lo: np.ndarray, hi: np.ndarray) 
     if not sol.usable:
         return 0.5 * (lo + hi)
     return sol.x[:d]
+
+
+class ConicDomain(Domain):
+    """A domain handled through its cone rows: projection and support by batched conic programs.
+
+    Both are solver-accurate (about ``1e-9``), not closed forms; certificates
+    that need a guaranteed bound use :meth:`support_upper`.  Subclasses set
+    ``_ball`` (a bounding ball ``(c, r)``) and ``_interior`` (a deep interior
+    point) when they are built.
+    """
+
+    _ball: tuple[np.ndarray, float]
+    _interior: np.ndarray
+    #: keep points that are already inside instead of solving for them (needs a cheap ``contains``)
+    _keep_inside: bool = True
+
+    def project(self, points: np.ndarray) -> np.ndarray:
+        p = as_points(points, self.dim)
+        flat = p.reshape(-1, self.dim)
+        if not self._keep_inside:
+            return batched_projection(self.cone_rows(), flat).reshape(p.shape)
+        out = flat.copy()
+        outside = ~self.contains(flat)
+        if np.any(outside):
+            out[outside] = batched_projection(self.cone_rows(), flat[outside])
+        return out.reshape(p.shape)
+
+    def support(self, directions: np.ndarray) -> np.ndarray:
+        v = as_points(directions, self.dim)
+        vals, _, _ = batched_support(self.cone_rows(), v.reshape(-1, self.dim))
+        return vals.reshape(v.shape[:-1])
+
+    def bounding_ball(self) -> tuple[np.ndarray, float]:
+        return self._ball[0].copy(), self._ball[1]
+
+    def interior_point(self) -> np.ndarray:
+        return self._interior.copy()

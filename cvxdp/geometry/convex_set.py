@@ -13,15 +13,14 @@ from collections.abc import Sequence
 import cvxpy as cp
 import numpy as np
 
-from cvxdp.conic.cones import Cone, ConeRows
+from cvxdp.conic.cones import ConeRows, cones_from_dims
 from cvxdp.error import DomainError
 from cvxdp.geometry._conic_set import (
-    batched_projection,
-    batched_support,
+    ConicDomain,
     bounding_box,
     deep_interior_point,
 )
-from cvxdp.geometry.domain import Domain, as_points
+from cvxdp.geometry.domain import as_points
 
 
 def compile_constraints(constraints: Sequence[cp.Constraint], w: cp.Variable) -> ConeRows:
@@ -51,22 +50,15 @@ def compile_constraints(constraints: Sequence[cp.Constraint], w: cp.Variable) ->
     start = pp.var_id_to_col[w.id]
     y_cols = np.arange(start, start + w.size)
     aux_cols = np.setdiff1d(np.arange(A.shape[1]), y_cols)
-    cones: list[Cone] = []
-    if dims.zero:
-        cones.append(Cone("zero", dims.zero))
-    if dims.nonneg:
-        cones.append(Cone("nonneg", dims.nonneg))
-    cones += [Cone("soc", k) for k in dims.soc]
-    cones += [Cone("exp", 3)] * dims.exp
     lb = data.get("lower_bounds")
     ub = data.get("upper_bounds")
     if (lb is not None and np.any(np.isfinite(lb))) or (ub is not None and np.any(np.isfinite(ub))):
         raise DomainError("variable bounds on the model variable are not supported; "
                           "write them as constraints instead.")
-    return ConeRows(A_y=A[:, y_cols], b=b, cones=tuple(cones), A_aux=A[:, aux_cols])
+    return ConeRows(A_y=A[:, y_cols], b=b, cones=cones_from_dims(dims), A_aux=A[:, aux_cols])
 
 
-class ConvexSet(Domain):
+class ConvexSet(ConicDomain):
     """A bounded convex set given by arbitrary CVXPY constraints on ``w``.
 
     Checked nonempty and bounded at construction through ``2d`` support LPs;
@@ -75,6 +67,7 @@ class ConvexSet(Domain):
 
     support_is_exact = False
     diameter_is_exact = False
+    _keep_inside = False  # membership is a per-point CVXPY evaluation: projecting everything is cheaper
 
     def __init__(self, constraints: Sequence[cp.Constraint], w: cp.Variable,
                  bounded_elsewhere: bool = False) -> None:
@@ -109,15 +102,6 @@ class ConvexSet(Domain):
         self._w.value = None
         return out.reshape(p.shape[:-1])
 
-    def project(self, points: np.ndarray) -> np.ndarray:
-        p = as_points(points, self.dim)
-        return batched_projection(self._rows, p.reshape(-1, self.dim)).reshape(p.shape)
-
-    def support(self, directions: np.ndarray) -> np.ndarray:
-        v = as_points(directions, self.dim)
-        vals, _, _ = batched_support(self._rows, v.reshape(-1, self.dim))
-        return vals.reshape(v.shape[:-1])
-
     def support_upper(self, directions: np.ndarray) -> np.ndarray:
         v = as_points(directions, self.dim)
         c, r = self._ball
@@ -129,12 +113,6 @@ class ConvexSet(Domain):
     def diameter(self) -> float:
         lo, hi = self._box
         return float(np.linalg.norm(hi - lo))
-
-    def bounding_ball(self) -> tuple[np.ndarray, float]:
-        return self._ball[0].copy(), self._ball[1]
-
-    def interior_point(self) -> np.ndarray:
-        return self._interior.copy()
 
     def cone_rows(self) -> ConeRows:
         return self._rows

@@ -9,15 +9,14 @@ import numpy as np
 
 from cvxdp.conic.cones import ConeRows
 from cvxdp.geometry._conic_set import (
-    batched_projection,
-    batched_support,
+    ConicDomain,
     bounding_box,
     deep_interior_point,
 )
 from cvxdp.geometry.domain import Domain, as_points
 
 
-class Intersection(Domain):
+class Intersection(ConicDomain):
     """``W₁ ∩ … ∩ W_p``.
 
     Projection and support come from one conic program over all parts' rows;
@@ -54,20 +53,6 @@ class Intersection(Domain):
             ok = ok & p.contains(points, tol)
         return ok
 
-    def project(self, points: np.ndarray) -> np.ndarray:
-        p = as_points(points, self.dim)
-        flat = p.reshape(-1, self.dim)
-        out = flat.copy()
-        bad = ~self.contains(flat, self.feasibility_tolerance())
-        if np.any(bad):
-            out[bad] = batched_projection(self.cone_rows(), flat[bad])
-        return out.reshape(p.shape)
-
-    def support(self, directions: np.ndarray) -> np.ndarray:
-        v = as_points(directions, self.dim)
-        vals, _, _ = batched_support(self.cone_rows(), v.reshape(-1, self.dim))
-        return vals.reshape(v.shape[:-1])
-
     def support_upper(self, directions: np.ndarray) -> np.ndarray:
         vals = [p.support_upper(directions) for p in self.parts]
         c, r = self._ball
@@ -78,12 +63,6 @@ class Intersection(Domain):
     @property
     def diameter(self) -> float:
         return self._diameter
-
-    def bounding_ball(self) -> tuple[np.ndarray, float]:
-        return self._ball[0].copy(), self._ball[1]
-
-    def interior_point(self) -> np.ndarray:
-        return self._interior.copy()
 
     def cone_rows(self) -> ConeRows:
         return ConeRows.stack([p.cone_rows() for p in self.parts])

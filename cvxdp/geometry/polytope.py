@@ -9,16 +9,16 @@ from cvxdp._validation import finite_array
 from cvxdp.conic.cones import Cone, ConeRows
 from cvxdp.error import DomainError
 from cvxdp.geometry._conic_set import (
-    batched_projection,
+    ConicDomain,
     batched_support,
     bounding_box,
     deep_interior_point,
     dual_support_bound,
 )
-from cvxdp.geometry.domain import Domain, as_points
+from cvxdp.geometry.domain import as_points
 
 
-class Polytope(Domain):
+class Polytope(ConicDomain):
     """``{y : A y ≤ b, A_eq y = b_eq}``, checked bounded and nonempty at construction.
 
     Projection and support function come from a conic solver (one
@@ -81,20 +81,6 @@ class Polytope(Domain):
                          axis=-1)
         return ok
 
-    def project(self, points: np.ndarray) -> np.ndarray:
-        p = as_points(points, self.dim)
-        flat = p.reshape(-1, self.dim)
-        inside = self.contains(flat)
-        out = flat.copy()
-        if np.any(~inside):
-            out[~inside] = batched_projection(self.cone_rows(), flat[~inside])
-        return out.reshape(p.shape)
-
-    def support(self, directions: np.ndarray) -> np.ndarray:
-        v = as_points(directions, self.dim)
-        vals, _, _ = batched_support(self.cone_rows(), v.reshape(-1, self.dim))
-        return vals.reshape(v.shape[:-1])
-
     def support_upper(self, directions: np.ndarray) -> np.ndarray:
         v = as_points(directions, self.dim)
         flat = v.reshape(-1, self.dim)
@@ -106,12 +92,6 @@ class Polytope(Domain):
     def diameter(self) -> float:
         lo, hi = self._box
         return float(np.linalg.norm(hi - lo))
-
-    def bounding_ball(self) -> tuple[np.ndarray, float]:
-        return self._ball[0].copy(), self._ball[1]
-
-    def interior_point(self) -> np.ndarray:
-        return self._interior.copy()
 
     def cone_rows(self) -> ConeRows:
         cones = []

@@ -27,6 +27,13 @@ class Ball(Domain):
         p = as_points(points, self.dim)
         return np.linalg.norm(p - self.center, axis=-1) <= self.radius + tol
 
+    def certainly_contains(self, points: np.ndarray) -> np.ndarray:
+        """``fl(||y − c||) ≤ r − (d + 8) ε (||y|| + ||c|| + r)`` implies ``||y − c|| ≤ r`` exactly."""
+        p = as_points(points, self.dim)
+        scale = np.linalg.norm(p, axis=-1) + np.linalg.norm(self.center) + self.radius
+        slack = (self.dim + 8.0) * EPS * scale
+        return np.linalg.norm(p - self.center, axis=-1) <= self.radius - slack
+
     def project(self, points: np.ndarray) -> np.ndarray:
         p = as_points(points, self.dim)
         diff = p - self.center

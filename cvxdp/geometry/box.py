@@ -31,6 +31,10 @@ class Box(Domain):
         p = as_points(points, self.dim)
         return np.all((p >= self.lower - tol) & (p <= self.upper + tol), axis=-1)
 
+    def certainly_contains(self, points: np.ndarray) -> np.ndarray:
+        """Comparisons of floats are exact."""
+        return self.contains(points)
+
     def project(self, points: np.ndarray) -> np.ndarray:
         return np.clip(as_points(points, self.dim), self.lower, self.upper)
 

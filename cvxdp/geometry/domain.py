@@ -81,6 +81,17 @@ class Domain(abc.ABC):
         """Tolerance used by :meth:`contains` for sets with equality constraints (else 0)."""
         return 0.0
 
+    def certainly_contains(self, points: np.ndarray) -> np.ndarray | None:
+        """Membership guaranteed in exact arithmetic for the float points, or ``None`` if unknown.
+
+        :meth:`contains` evaluates the constraints in float64 and can pass a point
+        that is outside by a rounding error.  Certificates evaluate the loss at
+        points that must lie in the set, so sets that can, answer with a margin
+        covering that error.  ``None`` (the default: equality constraints,
+        ellipsoids, generic CVXPY sets) means the float test is all there is.
+        """
+        return None
+
     def make_feasible(self, points: np.ndarray) -> np.ndarray:
         """Points in the set (exact float membership) close to ``points``.
 

@@ -8,7 +8,7 @@ import numpy as np
 from cvxdp._validation import finite_array
 from cvxdp.conic.cones import Cone, ConeRows
 from cvxdp.error import DomainError, UnboundedDomainError
-from cvxdp.geometry.domain import Domain, as_points
+from cvxdp.geometry.domain import EPS, Domain, as_points
 
 
 class Ellipsoid(Domain):
@@ -38,6 +38,17 @@ class Ellipsoid(Domain):
     def contains(self, points: np.ndarray, tol: float = 0.0) -> np.ndarray:
         z = (as_points(points, self.dim) - self.center) @ self._V
         return np.sqrt(np.sum(self._q * z * z, axis=-1)) <= 1.0 + tol
+
+    def certainly_contains(self, points: np.ndarray) -> np.ndarray:
+        """``(y − c)ᵀQ(y − c) ≤ 1`` exactly, from the form evaluated with ``Q`` itself (no eigenvectors).
+
+        With ``δ = fl(y − c)`` the float form errs by at most ``(d + 8) ε |δ|ᵀ|Q||δ|``
+        (the dot products plus the subtraction's relative error in each ``δ_j``).
+        """
+        delta = as_points(points, self.dim) - self.center
+        form = np.einsum("...i,ij,...j->...", delta, self.Q, delta)
+        bound = np.einsum("...i,ij,...j->...", np.abs(delta), np.abs(self.Q), np.abs(delta))
+        return form + (self.dim + 8.0) * EPS * bound <= 1.0 - 4.0 * EPS
 
     def project(self, points: np.ndarray) -> np.ndarray:
         p = as_points(points, self.dim)

@@ -53,6 +53,12 @@ class Intersection(ConicDomain):
             ok = ok & p.contains(points, tol)
         return ok
 
+    def certainly_contains(self, points: np.ndarray) -> np.ndarray | None:
+        answers = [p.certainly_contains(points) for p in self.parts]
+        if any(a is None for a in answers):
+            return None
+        return np.logical_and.reduce(answers)
+
     def support_upper(self, directions: np.ndarray) -> np.ndarray:
         vals = [p.support_upper(directions) for p in self.parts]
         c, r = self._ball

@@ -69,6 +69,9 @@ class Lens(Domain):
     def contains(self, points: np.ndarray, tol: float = 0.0) -> np.ndarray:
         return self.first.contains(points, tol) & self.second.contains(points, tol)
 
+    def certainly_contains(self, points: np.ndarray) -> np.ndarray:
+        return self.first.certainly_contains(points) & self.second.certainly_contains(points)
+
     def _perp(self, x: np.ndarray) -> np.ndarray:
         return x - (x @ self._e)[..., None] * self._e
 

@@ -91,6 +91,10 @@ class LocalizedDomain(Domain):
     def contains(self, points: np.ndarray, tol: float = 0.0) -> np.ndarray:
         return self.base.contains(points, tol) & self.ball.contains(points, tol)
 
+    def certainly_contains(self, points: np.ndarray) -> np.ndarray | None:
+        base = self.base.certainly_contains(points)
+        return None if base is None else base & self.ball.certainly_contains(points)
+
     def project(self, points: np.ndarray) -> np.ndarray:
         scale = max(self.radius, 1e-300)
         return inexact_projection(self.base, self.center, self.radius, points, self.xi * scale)

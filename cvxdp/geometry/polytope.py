@@ -15,7 +15,7 @@ from cvxdp.geometry._conic_set import (
     deep_interior_point,
     dual_support_bound,
 )
-from cvxdp.geometry.domain import as_points
+from cvxdp.geometry.domain import EPS, as_points
 
 
 class Polytope(ConicDomain):
@@ -80,6 +80,14 @@ class Polytope(ConicDomain):
             ok &= np.all(np.abs(p @ self.A_eq.T - self.b_eq) <= max(tol, self.feasibility_tolerance()),
                          axis=-1)
         return ok
+
+    def certainly_contains(self, points: np.ndarray) -> np.ndarray | None:
+        """``fl(A y) ≤ b − (d + 2) ε (|A||y| + |b|)`` row by row; ``None`` with equality constraints."""
+        if self.A_eq.shape[0]:
+            return None
+        p = as_points(points, self.dim)
+        slack = (self.dim + 2.0) * EPS * (np.abs(p) @ np.abs(self.A).T + np.abs(self.b))
+        return np.all(p @ self.A.T <= self.b - slack, axis=-1)
 
     def support_upper(self, directions: np.ndarray) -> np.ndarray:
         v = as_points(directions, self.dim)

@@ -7,7 +7,7 @@ import numpy as np
 
 from cvxdp._validation import positive_finite
 from cvxdp.conic.cones import Cone, ConeRows
-from cvxdp.geometry.domain import Domain, as_points
+from cvxdp.geometry.domain import EPS, Domain, as_points
 
 
 def project_onto_simplex(points: np.ndarray, scale: float = 1.0) -> np.ndarray:
@@ -45,6 +45,14 @@ class Simplex(Domain):
         if self.full:
             return ok & (s <= self.scale + tol)
         return ok & (np.abs(s - self.scale) <= max(tol, self.feasibility_tolerance()))
+
+    def certainly_contains(self, points: np.ndarray) -> np.ndarray | None:
+        """``y ≥ 0`` is exact; ``Σ y ≤ s`` with a margin ``(d + 2) ε (Σ|y| + s)``; else ``None``."""
+        if not self.full:
+            return None
+        p = as_points(points, self.dim)
+        slack = (self.dim + 2.0) * EPS * (np.abs(p).sum(axis=-1) + self.scale)
+        return np.all(p >= 0.0, axis=-1) & (p.sum(axis=-1) <= self.scale - slack)
 
     def project(self, points: np.ndarray) -> np.ndarray:
         p = as_points(points, self.dim)

@@ -27,6 +27,8 @@ import abc
 import numpy as np
 from scipy.special import expit, xlogy
 
+_EPS = float(np.finfo(float).eps)
+
 
 class Link(abc.ABC):
     """A convex function ``φ: R → R`` applied per example."""
@@ -62,6 +64,16 @@ class Link(abc.ABC):
     def clip_to_dual_domain(self, pi: np.ndarray) -> np.ndarray:
         lo, hi = self.dual_domain()
         return np.clip(pi, lo, hi)
+
+    def conjugate_rounding(self, pi: np.ndarray) -> np.ndarray:
+        """A bound on the float64 error of :meth:`conjugate` at ``π``.
+
+        The smooth links' conjugates are sums of terms of one sign, so the error
+        is relative to the value; piecewise-linear links override this, because
+        their conjugate interpolates large intercepts that can cancel.
+        """
+        with np.errstate(invalid="ignore"):
+            return 64.0 * _EPS * np.abs(self.conjugate(pi))
 
     def subset(self, index: np.ndarray) -> Link:
         """The link restricted to a subset of examples."""
@@ -139,6 +151,28 @@ class PiecewiseLinearLink(Link):
         interp = ej + t * (ek - ej)
         val = np.where(ok, interp, np.inf).min(axis=(-1, -2))
         return val
+
+    def conjugate_rounding(self, pi: np.ndarray) -> np.ndarray:
+        """Error bound for :meth:`conjugate`, charged on its terms, not on the (possibly cancelled) value.
+
+        Two pieces: ``c₀ + (π − κ₀)·s`` with ``s = (e₀ − e₁)/(κ₁ − κ₀)`` rounded from
+        intercepts of size ``|e|`` — e.g. a label in the absolute loss — while the
+        value can be near 0.  Each of the few operations errs by at most ``ε`` times
+        the magnitudes it combines; we charge ``16 ε (|c₀| + |π − κ₀| (|s| + (|e₀| + |e₁|)/(κ₁ − κ₀)))``.
+        More pieces: an interpolation ``e_j + t (e_k − e_j)`` with ``t ∈ [0, 1]``; we charge
+        ``16 ε (2 max |e| + |π| max |κ|)``.
+        """
+        pi = np.asarray(pi, dtype=float)
+        if self._two is not None:
+            k0, k1, c0, slope = self._two
+            span = np.maximum(k1 - k0, 1e-300)
+            e_abs = np.abs(self.intercepts).sum(axis=-1)
+            dp = np.abs(pi - k0)
+            with np.errstate(over="ignore", invalid="ignore"):
+                err = 16.0 * _EPS * (np.abs(c0) + dp * (np.abs(slope) + e_abs / span))
+            return np.where(np.isnan(err), np.inf, err)  # overflow: no bound, so no certificate
+        return 16.0 * _EPS * (2.0 * np.abs(self.intercepts).max(axis=-1)
+                              + np.abs(pi) * np.abs(self.slopes).max(axis=-1))
 
     def kinks(self) -> np.ndarray:
         k, e = self.slopes, self.intercepts

@@ -27,10 +27,16 @@ import scipy.sparse as sp
 
 from cvxdp.conic.cones import Cone
 from cvxdp.conic.program import ConicSettings, ProgramBuilder, solve
-from cvxdp.erm.problem import Cut, RegularizedERM
+from cvxdp.erm.problem import Cut, RegularizedERM, average_cut
 from cvxdp.error import SolverError
 from cvxdp.extension.blocks import EpigraphBlock, structured_block
-from cvxdp.extension.certificates import EPS, project_simplex_rows, rounding_margin, support_upper
+from cvxdp.extension.certificates import (
+    EPS,
+    argument_rounding,
+    project_simplex_rows,
+    rounding_margin,
+    support_upper,
+)
 from cvxdp.extension.conic_path import ConicBatch, generic_bracket, structured_bracket
 from cvxdp.structure import GenericStructure, PiecewiseLinearStructure
 
@@ -47,8 +53,11 @@ def light_mask(problem: RegularizedERM) -> np.ndarray:
     limit = problem.C * (1.0 - 1e-9)
     if glm is not None:
         a, b, link = glm
-        hi = b + support_upper(problem.region, a)
-        lo = b - support_upper(problem.region, -a)
+        # widen the range of <a, y> + b over U by its rounding, so no kink just outside is missed
+        c, r = problem.region.bounding_ball()
+        slack = argument_rounding(a.shape[1], np.linalg.norm(a, axis=1), float(np.linalg.norm(c)) + r, b)
+        hi = b + support_upper(problem.region, a) + slack
+        lo = b - support_upper(problem.region, -a) - slack
         lip = np.linalg.norm(a, axis=1) * link.lipschitz_on(lo, hi)
         return lip <= limit
     A, _ = ex.pieces()
@@ -204,22 +213,25 @@ def solve_joint(problem: RegularizedERM, settings: ConicSettings) -> JointSoluti
         G[H], beta[H] = r.g, r.beta
     if ml:
         sub = problem.examples.subset(L)
+        c, r = problem.region.bounding_ball()
+        reach = float(np.linalg.norm(c)) + r  # max ||w|| over U: what a rounded slope costs there
         if isinstance(problem.model.loss.structure, PiecewiseLinearStructure):
             A, b = sub.pieces()
             Z = sol.z[light_start:light_start + ml * k].reshape(ml, k) * m
             pi = project_simplex_rows(Z[:, bL.pi_rows])
             G[L] = np.einsum("mj,mjd->md", pi, A)
             pib = np.einsum("mj,mj->m", pi, b)
-            beta[L] = pib - rounding_margin(pib) - 64 * EPS * np.linalg.norm(A, axis=2).max(axis=1) * (
-                1.0 + np.linalg.norm(w_feas))
+            M = b.shape[1]
+            beta[L] = pib - (M + 64.0) * EPS * (np.einsum("mj,mj->m", pi, np.abs(b))
+                                                + np.linalg.norm(A, axis=2).max(axis=1) * reach)
         else:
             a, b, link = sub.glm()
             u = a @ w_feas + b
             pi = link.clip_to_dual_domain(link.derivative_bounds(u)[1])
             phistar = link.conjugate(pi)
             G[L] = pi[:, None] * a
-            beta[L] = pi * b - phistar - rounding_margin(pi * b, phistar) - 64 * EPS * np.abs(pi) * (
-                np.linalg.norm(a, axis=1) * (1.0 + np.linalg.norm(w_feas)))
-    cut = Cut(g=G.mean(axis=0), beta=float(np.mean(beta)))
+            beta[L] = (pi * b - phistar - rounding_margin(pi * b, phistar) - link.conjugate_rounding(pi)
+                       - 64 * EPS * np.abs(pi) * np.linalg.norm(a, axis=1) * reach)
+    cut = average_cut(problem, G, beta)
     return JointSolution(w=w_feas, cut=cut, status=sol.status, iterations=sol.iterations,
                          seconds=sol.solve_time, n_heavy=int(mh))

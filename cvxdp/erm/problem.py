@@ -21,6 +21,7 @@ bound, evaluated by the same closed form.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -153,13 +154,15 @@ def distance_lower_bound(region: Domain, x: np.ndarray) -> float:
 def model_minimum(problem: RegularizedERM, g: np.ndarray, beta: float) -> float:
     """Certified lower bound on ``min_{w∈U} <g, w> + β + (λ/2)||w − w₀||²``."""
     lam, w0 = problem.lam, problem.w0
+    d = g.size
     center = w0 - g / lam
     dist = distance_lower_bound(problem.feasible_set, center)
     gw0 = float(g @ w0)
     gg = float(g @ g) / (2.0 * lam)
     val = gw0 - gg + beta + 0.5 * lam * dist * dist
-    margin = float(rounding_margin(gw0, gg, beta, 0.5 * lam * dist * dist)) + 64 * EPS * float(
-        np.linalg.norm(g) * np.linalg.norm(w0))
+    # dot products err by d ε times their terms, not their (possibly cancelled) values
+    margin = float(rounding_margin(gw0, gg, beta, 0.5 * lam * dist * dist)) + (d + 64.0) * EPS * float(
+        np.linalg.norm(g) * np.linalg.norm(w0) + gg)
     return val - margin
 
 
@@ -169,8 +172,28 @@ def evaluate_upper(problem: RegularizedERM, w: np.ndarray, tolerance: float) -> 
     reg = problem.regularizer(w)
     upper = float(np.mean(ev.upper)) + reg
     upper += float(rounding_margin(np.sum(np.abs(ev.upper)) / problem.m, reg))
-    cut = Cut(g=ev.subgradient.mean(axis=0), beta=float(np.mean(ev.intercept)))
-    return upper, cut
+    return upper, average_cut(problem, ev.subgradient, ev.intercept)
+
+
+def average_cut(problem: RegularizedERM, g: np.ndarray, beta: np.ndarray) -> Cut:
+    """The mean of per-example minorants ``<g_i, w> + β_i`` as one cut, rounded down safely.
+
+    Sums are exactly rounded (``math.fsum``), so the mean's error is about ``2ε`` of
+    its own size; the slope's error ``δg`` costs at most ``||δg|| max_U ||w||``,
+    which is taken off the intercept.
+    """
+    m = problem.m
+    try:
+        g_bar = np.array([math.fsum(col) for col in np.asarray(g, float).T]) / m
+        beta_bar = math.fsum(np.asarray(beta, float)) / m
+    except (OverflowError, ValueError):  # sums beyond float range: no usable cut
+        return Cut(g=np.zeros(np.shape(g)[1]), beta=-math.inf)
+    if not (np.all(np.isfinite(g_bar)) and math.isfinite(beta_bar)):
+        return Cut(g=np.zeros_like(g_bar), beta=-math.inf)
+    c, r = problem.feasible_set.bounding_ball()
+    reach = float(np.linalg.norm(c)) + r
+    margin = 4.0 * EPS * (abs(beta_bar) + float(np.linalg.norm(g_bar)) * reach)
+    return Cut(g=g_bar, beta=beta_bar - margin)
 
 
 def bundle_lower_bound(problem: RegularizedERM, cuts: list[Cut]) -> tuple[float, np.ndarray]:
@@ -218,9 +241,17 @@ def bundle_lower_bound(problem: RegularizedERM, cuts: list[Cut]) -> tuple[float,
     sol = solve(builder.build(q, P), ConicSettings(tol=1e-11, max_iter=300))
     theta = project_onto_simplex(np.maximum(sol.z[:k], 0.0)[None, :])[0] if sol.usable else \
         np.eye(k)[int(np.argmax([model_minimum(problem, c.g, c.beta) for c in cuts]))]
+    # Σθ_j ℓ_j is a minorant when Σθ = 1; after rounding Σθ = 1 + δ, which moves the combination
+    # by |δ| times the cuts' size on U — charged below, with the rounding of θ·G and θ·B
+    theta = theta / math.fsum(theta)
     g = theta @ G
     beta = float(theta @ B)
-    bound = model_minimum(problem, g, beta)
+    c, r = problem.feasible_set.bounding_ball()
+    reach = float(np.linalg.norm(c)) + r
+    slack = (k + 64.0) * EPS * (float(np.abs(theta) @ np.abs(B))
+                                + float(np.abs(theta) @ np.linalg.norm(G, axis=1)) * reach
+                                + problem.lam * (reach + float(np.linalg.norm(problem.w0))) ** 2)
+    bound = model_minimum(problem, g, beta - slack)
     # a single cut is sometimes better than a poorly solved combination
     singles = [model_minimum(problem, c.g, c.beta) for c in cuts[-3:]]
     return max(bound, *singles), theta

@@ -61,6 +61,47 @@ def upper_margin(fval: np.ndarray, C: float, dist: np.ndarray, d: int, value_err
             + C * (d + 2.0) * EPS * (dist + np.asarray(w_norm) + np.asarray(y_norm)))
 
 
+def support_rounding(region: Domain, d: int, v_scale: np.ndarray) -> np.ndarray:
+    """A bound on the float64 error of ``σ_U(v)`` for ``v`` computed from terms of size ``v_scale``.
+
+    ``σ_U`` is Lipschitz in ``v`` with constant ``max_{u∈U} ||u|| ≤ ||c|| + r`` for any
+    bounding ball ``B(c, r)``, and its formula (``<c, v> + r||v||`` for a ball, and the
+    like) errs by ``(d + O(1)) ε (||c|| + r) ||v||``; the rounding of ``v`` itself is at
+    most a few ``ε`` times the terms it is made of.  Both are charged on the terms, so
+    the bound holds when ``σ_U(v)`` is small by cancellation.
+    """
+    c, r = region.bounding_ball()
+    return (d + 64.0) * EPS * (float(np.linalg.norm(c)) + r) * np.asarray(v_scale)
+
+
+def certified_inner_points(region: Domain, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Points of ``region`` in exact arithmetic near ``points``, and which rows succeeded.
+
+    An upper bound ``f(y) + C||w − y||`` on ``f_{C,U}(w)`` needs ``y ∈ U`` exactly;
+    a float membership test can pass a point outside by a rounding error, which
+    a steep loss turns into a visible error.  Points the region cannot vouch for
+    are pulled toward its interior point until
+    :meth:`~cvxdp.geometry.Domain.certainly_contains` holds; rows that still fail
+    are reported ``False`` (their upper bound must be ``+∞``).  Regions without an
+    exact test (``None``: equality constraints, ellipsoids, generic sets) keep the
+    float test, a documented limitation.
+    """
+    y = np.array(points, dtype=float, copy=True)
+    ok = region.certainly_contains(y)
+    if ok is None:
+        return y, np.ones(y.shape[0], dtype=bool)
+    if np.all(ok):
+        return y, ok
+    center = region.interior_point()
+    for shrink in (1e-13, 1e-11, 1e-9, 1e-7, 1e-5, 1e-3):
+        bad = ~ok
+        y[bad] = center + (1.0 - shrink) * (y[bad] - center)
+        ok = region.certainly_contains(y)
+        if np.all(ok):
+            break
+    return y, ok
+
+
 def has_exact_support(region: Domain) -> bool:
     """Whether ``σ_U`` has a closed form we evaluate directly."""
     return isinstance(region, Ball | Lens | Box | Simplex | Ellipsoid)

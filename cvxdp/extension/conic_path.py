@@ -37,10 +37,12 @@ from cvxdp.extension.blocks import EpigraphBlock
 from cvxdp.extension.certificates import (
     EPS,
     argument_rounding,
+    certified_inner_points,
     clip_to_ball,
     has_exact_support,
     project_simplex_rows,
     rounding_margin,
+    support_rounding,
     support_upper,
     upper_margin,
 )
@@ -195,20 +197,24 @@ def structured_bracket(examples: Examples, block: EpigraphBlock, region: Domain,
                        iters: int = 80) -> BracketResult:
     """Certified bracket from a conic batch for a piecewise-linear or smooth-GLM loss."""
     m, d = w.shape
-    y = region.make_feasible(batch.y)
-    fval = _loss_values(examples, y)
+    y, inside = certified_inner_points(region, region.make_feasible(batch.y))
     dist = np.linalg.norm(w - y, axis=1)
     y_norm, w_norm = np.linalg.norm(y, axis=1), np.linalg.norm(w, axis=1)
+    # f(y) from the same affine data the lower bound uses (not from the CVXPY expression), so
+    # both bounds are of one function even where recovering that data rounded it
     if block.pi_rows is not None:
         A_, b_ = examples.pieces()  # max_j <A_j, y> + b_j moves by at most the worst piece's error
+        fval = (np.einsum("mjd,md->mj", A_, y) + b_).max(axis=1)
         value_error = argument_rounding(d, np.linalg.norm(A_, axis=2).max(axis=1), y_norm,
                                         np.abs(b_).max(axis=1))
     else:
         assert glm is not None
         u_ = np.einsum("md,md->m", glm[0], y) + glm[1]
+        fval = glm[2].value(u_)
         du = argument_rounding(d, np.linalg.norm(glm[0], axis=1), y_norm, glm[1])
         value_error = glm[2].lipschitz_on(u_ - du, u_ + du) * du
     upper = fval + C * dist + upper_margin(fval, C, dist, d, value_error, w_norm, y_norm)
+    upper = np.where(inside, upper, np.inf)
     g = clip_to_ball(-batch.z_coupling[:, 1:], C)
     sigma = _region_support_fn(region, batch.z_region)
     if block.pi_rows is not None:
@@ -219,8 +225,10 @@ def structured_bracket(examples: Examples, block: EpigraphBlock, region: Domain,
         pib = np.einsum("mj,mj->m", pi, b)
         beta = pib - sig
         scale_a = np.linalg.norm(A, axis=2).max(axis=1)
-        margin = rounding_margin(pib, sig) + 64 * EPS * scale_a * (
-            np.linalg.norm(y, axis=1) + np.linalg.norm(w, axis=1) + 1.0)
+        n_pieces = b.shape[1]
+        margin = (rounding_margin(pib, sig) + (n_pieces + 64.0) * EPS * np.einsum("mj,mj->m", pi, np.abs(b))
+                  + support_rounding(region, d, (n_pieces + 2.0) * (np.linalg.norm(v, axis=1)
+                                                                    + np.linalg.norm(g, axis=1) + scale_a)))
         pi_out = pi
     else:
         assert glm is not None
@@ -243,10 +251,12 @@ def structured_bracket(examples: Examples, block: EpigraphBlock, region: Domain,
         pick = dual_obj(p_g) > dual_obj(p0)
         pi_out = np.where(pick, p_g, p0)
         phistar = link.conjugate(pi_out)
-        sig = sigma(g - pi_out[:, None] * a)
+        v = g - pi_out[:, None] * a
+        sig = sigma(v)
         beta = pi_out * bvec - phistar - sig
-        margin = rounding_margin(pi_out * bvec, phistar, sig) + 64 * EPS * np.abs(pi_out) * (
-            np.linalg.norm(a, axis=1) * (np.linalg.norm(y, axis=1) + np.linalg.norm(w, axis=1) + 1))
+        margin = (rounding_margin(pi_out * bvec, phistar, sig) + link.conjugate_rounding(pi_out)
+                  + support_rounding(region, d, np.linalg.norm(v, axis=1) + np.linalg.norm(g, axis=1)
+                                     + np.abs(pi_out) * np.linalg.norm(a, axis=1)))
     gw = np.einsum("md,md->m", g, w)
     beta = beta - margin - (d + 64.0) * EPS * np.linalg.norm(g, axis=1) * w_norm
     lower = gw + beta
@@ -270,10 +280,14 @@ def generic_bracket(examples: Examples, block: EpigraphBlock, region: Domain, w:
     (the lower bound is then ``-inf``, never a guess).
     """
     m, d = w.shape
-    y = region.make_feasible(batch.y)
+    y, inside = certified_inner_points(region, region.make_feasible(batch.y))
     fval = _loss_values(examples, y)
     dist = np.linalg.norm(w - y, axis=1)
-    upper = fval + C * dist + rounding_margin(fval, C * dist)
+    # CVXPY evaluates a generic expression: its intermediate magnitudes are unknown, so the value's
+    # rounding is charged relative to |f(y)| (see SECURITY.md); the distance's is charged in full
+    upper = fval + C * dist + upper_margin(fval, C, dist, d, np.zeros(m), np.linalg.norm(w, axis=1),
+                                           np.linalg.norm(y, axis=1))
+    upper = np.where(inside, upper, np.inf)
     k, nA = block.k, block.n_aux
     rows_U = region.cone_rows()
     kU, nU = rows_U.n_rows, rows_U.n_aux

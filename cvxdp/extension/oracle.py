@@ -244,7 +244,9 @@ class LipschitzExtension:
                     r = structured_bracket(sub, block, self.region, Wt, self.C, batch, sub_glm,
                                            self.settings.iterations)
                     label = "conic"
-                if not (np.all(np.isfinite(r.upper)) and np.all(np.isfinite(r.g))):
+                # an upper bound of +inf is an honest "no certified inner point" for that example;
+                # NaN or a non-finite subgradient means the solver's points are unusable
+                if np.any(np.isnan(r.upper)) or not np.all(np.isfinite(r.g)):
                     raise SolverError("non-finite points from the conic solver")
             except SolverError as exc:
                 logger.debug("extension: conic attempt %d failed: %s", attempt, exc)

@@ -34,7 +34,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cvxdp.extension.certificates import argument_rounding, clip_to_ball, rounding_margin, upper_margin
+from cvxdp.extension.certificates import (
+    argument_rounding,
+    certified_inner_points,
+    clip_to_ball,
+    rounding_margin,
+    support_rounding,
+    upper_margin,
+)
 from cvxdp.geometry import Ball, Lens
 from cvxdp.links import Link
 
@@ -312,7 +319,7 @@ def evaluate_on_balls(w: np.ndarray, a: np.ndarray, b: np.ndarray, link: Link, C
         pick = np.argmax(pvals, axis=0)
         pi[idx] = np.stack(pcands)[pick, np.arange(idx.size)]
     # -- certified evaluation in the full space ------------------------------
-    y = region.make_feasible(y)
+    y, inside = certified_inner_points(region, region.make_feasible(y))
     u = np.einsum("md,md->m", a, y) + b
     fval = link.value(u)
     dist = np.linalg.norm(w - y, axis=1)
@@ -320,14 +327,17 @@ def evaluate_on_balls(w: np.ndarray, a: np.ndarray, b: np.ndarray, link: Link, C
     du = argument_rounding(d, alpha, y_norm, b)
     upper = fval + C * dist
     upper = upper + upper_margin(fval, C, dist, d, link.lipschitz_on(u - du, u + du) * du, w_norm, y_norm)
+    upper = np.where(inside, upper, np.inf)
     g = clip_to_ball(g, C)
     phistar = link.conjugate(pi)
     v = g - pi[:, None] * a
     sig = region.support(v)
     beta = pi * b - phistar - sig
     gw = np.einsum("md,md->m", g, w)
-    margin = rounding_margin(pi * b, phistar, sig, gw) + 64 * EPS * (
-        np.abs(pi) * alpha * y_norm) + (d + 64.0) * EPS * np.linalg.norm(g, axis=1) * w_norm
+    g_norm = np.linalg.norm(g, axis=1)
+    margin = (rounding_margin(pi * b, phistar, sig, gw) + link.conjugate_rounding(pi)
+              + support_rounding(region, d, np.linalg.norm(v, axis=1) + g_norm + np.abs(pi) * alpha)
+              + (d + 64.0) * EPS * g_norm * w_norm)
     beta = beta - margin
     lower = gw + beta
     lower = np.where(np.isfinite(lower), lower, -np.inf)

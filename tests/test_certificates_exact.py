@@ -183,3 +183,34 @@ def test_certain_membership_is_exact(name):
     assert sure is not None and sure[-1]
     assert all(_exactly_in(dom, p) for p in pts[sure])
     assert sure.sum() >= 60  # the pulled-in points pass
+
+
+@pytest.mark.parametrize("name", ["ball", "ellipsoid", "box", "simplex"])
+def test_distance_lower_bound_is_below_every_feasible_point_and_tight(name):
+    """``dist(x, U) ≤ ||x − p||`` for every ``p ∈ U``; the certified bound must sit below the distance to an
+    exactly feasible point, and within a few percent of it for these well-conditioned sets."""
+    from cvxdp.erm.problem import distance_lower_bound
+    from cvxdp.geometry import Box
+
+    rng = np.random.default_rng(2)
+    d = 5
+    if name == "ball":
+        dom = Ball(rng.normal(size=d), 2.0)
+    elif name == "ellipsoid":
+        M = rng.normal(size=(d, d))
+        dom = Ellipsoid(rng.normal(size=d), M @ M.T + np.eye(d))
+    elif name == "box":
+        dom = Box(-np.ones(d), 2.0 * np.ones(d))
+    else:
+        dom = Simplex(d, scale=2.0, full=True)
+    from cvxdp.extension.certificates import certified_inner_points
+
+    for _ in range(40):
+        x = dom.interior_point() + rng.normal(size=d) * 10.0 ** rng.uniform(-3, 1)
+        p, ok = certified_inner_points(dom, dom.make_feasible(dom.project(x[None, :])))
+        lb = distance_lower_bound(dom, x)
+        if not ok[0]:
+            continue
+        diff = [a - b for a, b in zip(vec(x), vec(p[0]), strict=True)]
+        assert Q(lb) ** 2 <= dot(diff, diff)
+        assert lb >= 0.95 * float(np.linalg.norm(x - p[0])) - 1e-9

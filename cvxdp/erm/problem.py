@@ -133,13 +133,30 @@ class ERMCertificate:
 def distance_lower_bound(region: Domain, x: np.ndarray) -> float:
     """A certified lower bound on ``dist(x, U)``.
 
-    Exact projection (minus a rounding margin) for balls, lenses, boxes,
-    simplices and ellipsoids; for ``W ∩ B`` and intersections the largest of
+    Exact projection (minus a rounding margin) for balls, lenses, boxes and
+    simplices; for ellipsoids, weak duality along the direction to the computed
+    projection (whose support function is charged for the eigendecomposition's
+    error); for ``W ∩ B`` and intersections the largest of
     the parts' bounds (each part contains the set); otherwise the distance to
     a bounding ball.
     """
     x = np.asarray(x, dtype=float)
-    if isinstance(region, Ball | Lens | Box | Simplex | Ellipsoid):
+    if isinstance(region, Ellipsoid):
+        # weak duality, dist(x, U) ≥ <v, x> − σ_U(v) for any unit v, with v toward the projection;
+        # σ_U comes from a float eigendecomposition, whose error grows with the condition number
+        p = region.project(x)
+        dist = float(np.linalg.norm(x - p))
+        ball = distance_lower_bound(Ball(*region.bounding_ball()), x)
+        if dist == 0.0:
+            return ball
+        v = (x - p) / dist
+        sig = float(region.support(v))
+        q = region._q
+        cond = float(q.max() / q.min())
+        margin = (x.size + 64.0) * EPS * (cond + 1.0) * (abs(float(v @ region.center)) + abs(sig)
+                                                        + float(np.linalg.norm(x)))
+        return max(float(v @ x) - sig - margin, ball, 0.0)
+    if isinstance(region, Ball | Lens | Box | Simplex):
         dist = float(np.linalg.norm(x - region.project(x)))
         return max(dist * (1.0 - 1e-12) - 64 * EPS * (1.0 + float(np.linalg.norm(x))), 0.0)
     if isinstance(region, LocalizedDomain):

@@ -177,9 +177,11 @@ def model_minimum(problem: RegularizedERM, g: np.ndarray, beta: float) -> float:
     gw0 = float(g @ w0)
     gg = float(g @ g) / (2.0 * lam)
     val = gw0 - gg + beta + 0.5 * lam * dist * dist
-    # dot products err by d ε times their terms, not their (possibly cancelled) values
+    # dot products err by d ε times their terms, not their (possibly cancelled) values; the rounded
+    # center moves the distance by at most (d + 4) ε (||w₀|| + ||g||/λ)
+    shift = (d + 4.0) * EPS * float(np.linalg.norm(w0) + np.linalg.norm(g) / lam)
     margin = float(rounding_margin(gw0, gg, beta, 0.5 * lam * dist * dist)) + (d + 64.0) * EPS * float(
-        np.linalg.norm(g) * np.linalg.norm(w0) + gg)
+        np.linalg.norm(g) * np.linalg.norm(w0) + gg) + lam * (dist + shift) * shift
     return val - margin
 
 

@@ -131,3 +131,63 @@ def test_snapping_removes_the_low_order_bit_channel():
         assert np.any(np.mod(naive, lam) != 0.0)   # the channel snapping closes
     far = mech.release(np.zeros(3), SeededRandom(1), (np.full(3, -1e-3), np.full(3, 1e-3)))
     assert np.all(np.abs(far) <= 1e-3 + lam) and np.all(np.mod(far, lam) == 0.0)
+
+
+def test_snapped_releases_of_two_close_centers_coincide():
+    """With the same noise draws, centers 2⁻⁴⁰·Λ apart give *identical* snapped outputs (except when a noisy
+    coordinate falls within 2⁻⁴⁰·Λ of a rounding boundary, which is rare), while the unsnapped outputs
+    differ in their low-order bits almost always: what an observer could read is gone."""
+    mech = L2LaplaceMechanism(sensitivity=0.3, epsilon=1.0, dim=3)
+    lam = mech.snap_granularity
+    box = (np.full(3, -50.0), np.full(3, 50.0))
+    a, b = np.full(3, 0.1), np.full(3, 0.1) + lam * 2.0**-40
+    runs = 3000
+    snap_a = np.array([mech.release(a, SeededRandom(i), box) for i in range(runs)])
+    snap_b = np.array([mech.release(b, SeededRandom(i), box) for i in range(runs)])
+    raw_a = np.array([mech.release(a, SeededRandom(i), box, snap=False) for i in range(runs)])
+    raw_b = np.array([mech.release(b, SeededRandom(i), box, snap=False) for i in range(runs)])
+    assert np.mean(np.any(snap_a != snap_b, axis=1)) <= 0.001
+    assert np.mean(np.any(raw_a != raw_b, axis=1)) >= 0.99
+
+
+class _ScriptedSource(SeededRandom):
+    """Returns scripted uniforms first, then seeded ones."""
+
+    def __init__(self, script):
+        super().__init__(0)
+        self.script = list(script)
+
+    def uniform(self, size):
+        n = int(np.prod(size))
+        out = [self.script.pop(0) if self.script else float(super().uniform(1)[0]) for _ in range(n)]
+        return np.array(out).reshape(size)
+
+
+def test_secure_uniforms_exclude_zero_and_one(monkeypatch):
+    """The extreme 53-bit integers map inside (0, 1); an all-zero draw is redrawn."""
+    import secrets
+
+    words = [np.array([0], dtype=np.uint64), np.array([2**64 - 1], dtype=np.uint64),
+             np.array([2**11], dtype=np.uint64)]
+    calls = iter(words)
+    monkeypatch.setattr(secrets, "token_bytes", lambda n: next(calls).tobytes())
+    u = SecureRandom().uniform(1)   # raw 0 → redrawn as 2⁵³ − 1
+    assert 0.0 < u[0] < 1.0 and u[0] == 1.0 - 2.0**-53
+    v = SecureRandom().uniform(1)   # raw 1
+    assert v[0] == 2.0**-53
+
+
+def test_the_radius_tail_is_not_truncated_at_53_bits():
+    """A plain 53-bit uniform caps the Gamma(1, 1) radius near 36.7; the lowest cell is zoomed into."""
+    lowest = 2.0**-53
+    src = _ScriptedSource([lowest, lowest, 0.5])
+    t = src.tail_uniform(1)[0]
+    assert t == 0.5 * lowest * lowest
+    r = _ScriptedSource([lowest, lowest, 0.5]).gamma(1.0, 1.0, 1)[0]
+    assert abs(r - (-np.log(t))) < 1e-9 * r and r > 70.0
+    assert SeededRandom(0).tail_uniform(1000).min() > 0.0
+
+
+def test_non_secure_sources_warn(recwarn):
+    noise_source(SeededRandom(0))
+    assert any(issubclass(w.category, PrivacyLeakWarning) for w in recwarn.list)

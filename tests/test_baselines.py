@@ -112,3 +112,31 @@ def test_baselines_pass_a_reduced_audit():
     for name, mech in audit_mechanisms(model, epsilon=1.0, lam=0.5).items():
         r = audit(mech, d0, d1, claimed_epsilon=1.0, runs=500, random_state=3, name=name)
         assert not r.violation, r.summary()
+
+
+def test_objective_perturbation_refuses_an_inexact_minimizer(monkeypatch):
+    """The privacy proof needs the exact minimizer: a solver status other than optimal, or a point whose
+    gradient does not certify it within the tolerance, releases nothing."""
+    import cvxpy as cp
+
+    from cvxdp.error import CertificationError
+
+    task = student_t_lad(n=400, d=3, nu=5.0, seed=1)
+    w = cp.Variable(3)
+    model = cvxdp.Model(cvxdp.losses.huber(w, 1.0), [cp.norm(w, 2) <= task.radius])
+    data = {"x": task.X_train, "y": task.y_train}
+    rule = objective_perturbation_rule(400, 3, 1.0, model.diameter, task.G(2.0))
+    ok = objective_perturbation(model, data, epsilon=1.0, random_state=0, **rule)
+    assert ok.params["distance_to_exact_minimizer"] <= 1e-8
+    with pytest.raises(CertificationError, match="within"):
+        objective_perturbation(model, data, epsilon=1.0, random_state=0, tolerance=1e-30, **rule)
+    real_solve = cp.Problem.solve
+
+    def inaccurate(self, *args, **kwargs):
+        out = real_solve(self, *args, **kwargs)
+        self._status = cp.OPTIMAL_INACCURATE
+        return out
+
+    monkeypatch.setattr(cp.Problem, "solve", inaccurate)
+    with pytest.raises(CertificationError, match="status"):
+        objective_perturbation(model, data, epsilon=1.0, random_state=0, **rule)

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 
 import cvxpy as cp
 import numpy as np
+from scipy.special import expit
 
 from cvxdp._validation import positive_finite, privacy_epsilon
 from cvxdp.baselines.output_perturbation import BaselineResult
@@ -128,7 +129,7 @@ def _polish(w: np.ndarray, a: np.ndarray, b: np.ndarray, link, norm: float, mu: 
         if bound <= 1e-15 * (1.0 + float(np.linalg.norm(w))):
             break
         if isinstance(link, LogisticLink):
-            p = 1.0 / (1.0 + np.exp(-u))
+            p = expit(u)
             curv = link.scale * p * (1.0 - p)
         else:
             curv = np.where(np.abs(u) <= link.M, 2.0 * link.scale, 0.0)

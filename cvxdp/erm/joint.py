@@ -54,8 +54,7 @@ def light_mask(problem: RegularizedERM) -> np.ndarray:
     if glm is not None:
         a, b, link = glm
         # widen the range of <a, y> + b over U by its rounding, so no kink just outside is missed
-        c, r = problem.region.bounding_ball()
-        slack = argument_rounding(a.shape[1], np.linalg.norm(a, axis=1), float(np.linalg.norm(c)) + r, b)
+        slack = argument_rounding(a.shape[1], np.linalg.norm(a, axis=1), problem.region.norm_bound(), b)
         hi = b + support_upper(problem.region, a) + slack
         lo = b - support_upper(problem.region, -a) - slack
         lip = np.linalg.norm(a, axis=1) * link.lipschitz_on(lo, hi)
@@ -213,8 +212,7 @@ def solve_joint(problem: RegularizedERM, settings: ConicSettings) -> JointSoluti
         G[H], beta[H] = r.g, r.beta
     if ml:
         sub = problem.examples.subset(L)
-        c, r = problem.region.bounding_ball()
-        reach = float(np.linalg.norm(c)) + r  # max ||w|| over U: what a rounded slope costs there
+        reach = problem.region.norm_bound()
         if isinstance(problem.model.loss.structure, PiecewiseLinearStructure):
             A, b = sub.pieces()
             Z = sol.z[light_start:light_start + ml * k].reshape(ml, k) * m

@@ -151,8 +151,7 @@ def distance_lower_bound(region: Domain, x: np.ndarray) -> float:
             return ball
         v = (x - p) / dist
         sig = float(region.support(v))
-        q = region._q
-        cond = float(q.max() / q.min())
+        cond = region.condition_number
         margin = (x.size + 64.0) * EPS * (cond + 1.0) * (abs(float(v @ region.center)) + abs(sig)
                                                         + float(np.linalg.norm(x)))
         return max(float(v @ x) - sig - margin, ball, 0.0)
@@ -209,8 +208,7 @@ def average_cut(problem: RegularizedERM, g: np.ndarray, beta: np.ndarray) -> Cut
         return Cut(g=np.zeros(np.shape(g)[1]), beta=-math.inf)
     if not (np.all(np.isfinite(g_bar)) and math.isfinite(beta_bar)):
         return Cut(g=np.zeros_like(g_bar), beta=-math.inf)
-    c, r = problem.feasible_set.bounding_ball()
-    reach = float(np.linalg.norm(c)) + r
+    reach = problem.feasible_set.norm_bound()
     margin = 4.0 * EPS * (abs(beta_bar) + float(np.linalg.norm(g_bar)) * reach)
     return Cut(g=g_bar, beta=beta_bar - margin)
 
@@ -265,8 +263,7 @@ def bundle_lower_bound(problem: RegularizedERM, cuts: list[Cut]) -> tuple[float,
     theta = theta / math.fsum(theta)
     g = theta @ G
     beta = float(theta @ B)
-    c, r = problem.feasible_set.bounding_ball()
-    reach = float(np.linalg.norm(c)) + r
+    reach = problem.feasible_set.norm_bound()
     slack = (k + 64.0) * EPS * (float(np.abs(theta) @ np.abs(B))
                                 + float(np.abs(theta) @ np.linalg.norm(G, axis=1)) * reach
                                 + problem.lam * (reach + float(np.linalg.norm(problem.w0))) ** 2)

@@ -70,8 +70,7 @@ def support_rounding(region: Domain, d: int, v_scale: np.ndarray) -> np.ndarray:
     most a few ``ε`` times the terms it is made of.  Both are charged on the terms, so
     the bound holds when ``σ_U(v)`` is small by cancellation.
     """
-    c, r = region.bounding_ball()
-    return (d + 64.0) * EPS * (float(np.linalg.norm(c)) + r) * np.asarray(v_scale)
+    return (d + 64.0) * EPS * region.norm_bound() * np.asarray(v_scale)
 
 
 def certified_inner_points(region: Domain, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -83,7 +82,7 @@ def certified_inner_points(region: Domain, points: np.ndarray) -> tuple[np.ndarr
     are pulled toward its interior point until
     :meth:`~cvxdp.geometry.Domain.certainly_contains` holds; rows that still fail
     are reported ``False`` (their upper bound must be ``+∞``).  Regions without an
-    exact test (``None``: equality constraints, ellipsoids, generic sets) keep the
+    exact test (``None``: equality constraints, generic CVXPY sets) keep the
     float test, a documented limitation.
     """
     y = np.array(points, dtype=float, copy=True)

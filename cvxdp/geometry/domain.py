@@ -64,6 +64,14 @@ class Domain(abc.ABC):
     def bounding_ball(self) -> tuple[np.ndarray, float]:
         """``(center, radius)`` of a ball containing the set."""
 
+    def norm_bound(self) -> float:
+        """``||c|| + r ≥ max_{u ∈ W} ||u||`` for the bounding ball ``B(c, r)``.
+
+        What a slope rounded by ``δ`` can cost on ``W`` is ``||δ|| · norm_bound()``.
+        """
+        c, r = self.bounding_ball()
+        return float(np.linalg.norm(c)) + r
+
     @abc.abstractmethod
     def interior_point(self) -> np.ndarray:
         """A point of the set, in its relative interior when possible."""
@@ -88,7 +96,7 @@ class Domain(abc.ABC):
         that is outside by a rounding error.  Certificates evaluate the loss at
         points that must lie in the set, so sets that can, answer with a margin
         covering that error.  ``None`` (the default: equality constraints,
-        ellipsoids, generic CVXPY sets) means the float test is all there is.
+        generic CVXPY sets) means the float test is all there is.
         """
         return None
 

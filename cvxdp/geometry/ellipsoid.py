@@ -39,6 +39,11 @@ class Ellipsoid(Domain):
         z = (as_points(points, self.dim) - self.center) @ self._V
         return np.sqrt(np.sum(self._q * z * z, axis=-1)) <= 1.0 + tol
 
+    @property
+    def condition_number(self) -> float:
+        """``λ_max(Q)/λ_min(Q)``, from the (float) eigendecomposition."""
+        return float(self._q.max() / self._q.min())
+
     def certainly_contains(self, points: np.ndarray) -> np.ndarray:
         """``(y − c)ᵀQ(y − c) ≤ 1`` exactly, from the form evaluated with ``Q`` itself (no eigenvectors).
 

@@ -35,6 +35,7 @@ from cvxdp.extension import LipschitzExtension
 from cvxdp.ledger import PrivacyLedger
 from cvxdp.localization import (
     LocalizationStep,
+    Profile,
     TightProfile,
     get_profile,
     initial_lambda,
@@ -117,7 +118,7 @@ class PrivateProblem:
         self.model = model
 
     def solve(self, data: Mapping, *, epsilon: float, moment_k: float, G_k: float | str,
-              G_2: float | None = None, algorithm: str = "population", profile: str = "tight",
+              G_2: float | None = None, algorithm: str = "population", profile: str | Profile = "tight",
               delta: float = 0.1, localize: bool = True, random_state: object = None,
               erm: ERMSettings | None = None, tail_share: float | None = None,
               tail_range: tuple[float, float] | None = None,
@@ -141,7 +142,9 @@ class PrivateProblem:
         algorithm:
             One of :data:`ALGORITHMS`.
         profile:
-            ``"tight"`` (default) or ``"paper"``: same ε-DP guarantee, different constants.
+            ``"tight"`` (default) or ``"paper"``: same ε-DP guarantee, different constants;
+            or a profile object, e.g. ``TightProfile(clip=C)`` to fix the extension
+            constant ``C`` of every round from public knowledge (never from ``data``).
         delta:
             Failure probability of the utility guarantee (not of privacy).
         localize:
@@ -261,7 +264,7 @@ class PrivateProblem:
                 G_k = tail.moment(k)
                 G_2 = min(G_2, G_k) if G_2 is not None else tail.moment(2.0)
             if isinstance(prof, TightProfile):
-                prof = TightProfile(prof.kappa, tail=CombinedTail(tail, k, G_k))
+                prof = TightProfile(prof.kappa, tail=CombinedTail(tail, k, G_k), clip=prof.clip)
         G_2 = G_k if G_2 is None else min(G_2, G_k)
         timings["tail"] = time.perf_counter() - t1
         if algorithm == "population":

@@ -127,6 +127,33 @@ def test_truncated_schedule_spreads_every_example_over_its_phases():
     assert 10_000 - chosen.phases <= sum(chosen.sizes) <= 10_000
 
 
+def test_fixed_clip_is_used_and_validated():
+    """A public ``clip`` replaces the radius-minimizing ``C``; the radii stay the certified ones for it."""
+    kw = dict(R=2.0, lam=0.5, m=500, d=3, eps=1.0, beta=0.01, k=4.0, G_k=3.0)
+    free = TightProfile().plan(**kw)
+    fixed = TightProfile(clip=free.C / 4).plan(**kw)
+    assert fixed.C == free.C / 4
+    assert fixed.noise_radius < free.noise_radius  # less noise ...
+    assert fixed.bias_radius > free.bias_radius  # ... for a larger certified bias radius
+    assert fixed.radius_plus >= free.radius_plus  # the free choice minimizes the radius
+    assert TightProfile(clip=2.0).plan(**dict(kw, C=5.0)).C == 5.0  # an explicit C still wins
+    for bad in (0.0, -1.0, math.nan, math.inf):
+        with pytest.raises(ValueError, match="clip"):
+            TightProfile(clip=bad)
+
+
+def test_schedule_search_is_cached_per_clip():
+    """Two profiles that differ only in ``clip`` must not share a cached schedule."""
+    from cvxdp.localization.population import _search_schedule
+
+    args = (10_000, 10, 1.0, 4.0, 5.0, 5.0, 4.0)
+    for clip in (None, 0.5, 40.0):
+        cached = choose_schedule(*args, TightProfile(clip=clip))
+        direct = _search_schedule(*args, TightProfile(clip=clip))
+        assert cached == direct
+    assert choose_schedule(*args, TightProfile(clip=0.5)) != choose_schedule(*args, TightProfile(clip=40.0))
+
+
 def test_majority_vote():
     pts = np.array([[0.0, 0.0], [0.1, 0.0], [5.0, 5.0], [0.0, 0.1], [9.0, 9.0]])
     assert majority_vote(pts, 0.2) in (0, 1, 3)

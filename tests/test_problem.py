@@ -75,6 +75,34 @@ def test_noise_scales_depend_only_on_released_tail_estimates(algorithm):
     assert _public_record(r1) == _public_record(r2)
 
 
+@pytest.mark.parametrize("algorithm", ["population", "recursive"])
+def test_public_clip_is_used_in_every_round_and_keeps_scales_public(algorithm):
+    """``TightProfile(clip=C)``: every release uses that C, also with the private tail histogram on.
+
+    The outlier changes the histogram's counts, so only the noise scales' *dependence on C*
+    is compared: each step's sensitivity is ``2C/(λm) + 2 sqrt(2α/λ)`` with the fixed C.
+    """
+    from cvxdp.localization.profiles import TightProfile
+
+    task, model = _lad(n=1500)
+    X2 = task.X_train.copy()
+    X2[7] = 1e6 * np.array([1.0, -2.0, 0.5])
+    kw = dict(epsilon=1.0, moment_k=4.0, G_k=task.G(4.0), algorithm=algorithm, random_state=3,
+              profile=TightProfile(clip=1.25))
+    for X in (task.X_train, X2):
+        r = PrivateProblem(model).solve({"x": X, "y": task.y_train}, **kw)
+        assert r.steps and all(s.plan.C == 1.25 for s in r.steps)
+        for s in r.steps:
+            exact = 2 * 1.25 / (s.lam * s.m) + 2 * np.sqrt(2 * s.plan.alpha / s.lam)
+            assert s.plan.sensitivity == pytest.approx(exact)
+            assert s.plan.noise_scale * s.epsilon >= exact * (1 - 1e-12)
+        assert r.ledger.spent <= 1.0 + 1e-12
+    no_tail = dict(kw, tail_share=0.0)
+    r1 = PrivateProblem(model).solve({"x": task.X_train, "y": task.y_train}, **no_tail)
+    r2 = PrivateProblem(model).solve({"x": X2, "y": task.y_train}, **no_tail)
+    assert _public_record(r1) == _public_record(r2)
+
+
 def test_ledger_accounts_parallel_batches():
     task, model = _lad(n=4000)
     r = PrivateProblem(model).solve({"x": task.X_train, "y": task.y_train}, epsilon=0.7, moment_k=4,

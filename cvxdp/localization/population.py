@@ -164,14 +164,14 @@ def choose_schedule(n: int, d: int, epsilon: float, k: float, G_k: float, G_2: f
     """
     if getattr(profile, "tail", None) is None:
         return _cached_schedule(n, d, epsilon, k, G_k, G_2, D, type(profile), getattr(profile, "kappa", 0.0),
-                                groups, beta, scales, growths)
+                                getattr(profile, "clip", None), groups, beta, scales, growths)
     return _search_schedule(n, d, epsilon, k, G_k, G_2, D, profile, groups=groups, beta=beta,
                             scales=scales, growths=growths)
 
 
 @lru_cache(maxsize=256)
-def _cached_schedule(n, d, epsilon, k, G_k, G_2, D, profile_type, kappa, groups, beta, scales, growths):
-    profile = profile_type(kappa) if kappa else profile_type()
+def _cached_schedule(n, d, epsilon, k, G_k, G_2, D, profile_type, kappa, clip, groups, beta, scales, growths):
+    profile = profile_type(kappa, clip=clip) if kappa else profile_type()
     return _search_schedule(n, d, epsilon, k, G_k, G_2, D, profile, groups=groups, beta=beta,
                             scales=scales, growths=growths)
 

@@ -170,15 +170,26 @@ class TightProfile(Profile):
         bound (:class:`MomentTail`), or a private estimate
         (:class:`~cvxdp.moments.TailProfile`).  Utility only: the noise never
         depends on it.
+    clip:
+        A fixed extension constant ``C`` for every round, chosen from public
+        knowledge (units, a pilot study on other data) — never from the
+        training data.  ``None`` (default) picks ``C`` per round by minimizing
+        the radius.  The radii stay the certified ones for that ``C``, so a
+        small ``C`` costs localization, not correctness; privacy holds for any
+        public ``C``.
     """
 
     name = "tight"
 
-    def __init__(self, accuracy_share: float = 0.05, tail: object | None = None) -> None:
+    def __init__(self, accuracy_share: float = 0.05, tail: object | None = None,
+                 clip: float | None = None) -> None:
         if not 0 < accuracy_share < 1:
             raise ValueError("accuracy_share must lie in (0, 1)")
+        if clip is not None and not (math.isfinite(clip) and clip > 0):
+            raise ValueError(f"clip must be a finite positive extension constant, got {clip!r}")
         self.kappa = float(accuracy_share)
         self.tail = tail
+        self.clip = None if clip is None else float(clip)
 
     def round_epsilons(self, epsilon: float, thetas: np.ndarray) -> np.ndarray:
         """``ε_j = ε θ_j``: the whole budget, split geometrically (``Σ θ_j = 1``)."""
@@ -205,6 +216,8 @@ class TightProfile(Profile):
         kappa = self.kappa
         quant = float(gammaincinv(d, 1.0 - beta))
         tail = self.tail if self.tail is not None else MomentTail(k, G_k)
+        if C is None:
+            C = self.clip
         if C is None:
             grid = _c_grid(tail.scale())
             acc = kappa * grid / (lam * m)

@@ -10,6 +10,12 @@ Studies (d = 10, k = 4, ε = 1 unless varied; several seeds, medians with the
   in the privacy-dominated regime (where the rate's private term
   ``G_k D (d/(nε))^{1−1/k}`` exceeds ``G₂ D/√n``) and over all sizes, and
   reported beside ``−(1 − 1/k)``.
+* ``ceiling`` — cvxdp's own tuning in hindsight on the high-leverage instance:
+  one batch of Algorithm 3 with a public ``TightProfile(clip=C)`` and a fixed λ,
+  the best of a grid of C (multiples of G₂) and λ (multiples of the rate's λ₁)
+  by the population risk.  Not private: how far a better choice of C and λ could
+  take cvxdp, and what slope in n that ceiling itself has (reported beside the
+  default's).  Its cells are filed under the ``n`` study's tables.
 * ``epsilon`` — ε from 0.1 to 10 on the high-leverage instance at n = 3·10^4.
 * ``k``       — Student-t LAD with ν = k + 1 for k = 2.5, 4, 8: slope in n per k.
 * ``bias``    — the clipping bias: excess risk of the population minimizer of the
@@ -27,7 +33,7 @@ Population risks are exact (quadrature; :meth:`cvxdp.datasets.Task.excess_risk`)
 The noise is seeded so the figures reproduce — seeded noise is NOT private, which
 is fine for a benchmark and never for a release.
 
-``python benchmarks/bench_utility.py`` runs everything (about 40 minutes on two
+``python benchmarks/bench_utility.py`` runs everything (about 70 minutes on two
 cores) and writes ``benchmarks/results/utility.{json,csv}``, the figures
 ``benchmarks/results/*.png`` and the results section of ``README.md``.
 ``--quick`` checks only the headline ordering at n = 10^5 (cvxdp < clipped output
@@ -59,19 +65,22 @@ K = 4.0
 CVXDP = "cvxdp"
 CVXDP_PAPER = "cvxdp (paper constants)"
 CVXDP_ABLATION = "cvxdp ablation: extension OP"
+CVXDP_CEILING = "cvxdp, C and λ in hindsight (one batch)"
 OP_RULE = "clipped OP (public rule)"
 OP_HINDSIGHT = "clipped OP (hindsight)"
 GD_RULE = "noisy clipped GD (public rule)"
 GD_HINDSIGHT = "noisy clipped GD (hindsight)"
 OBJ_PERT = "objective perturbation (public rule)"
 NONPRIVATE = "non-private ERM"
-ALL_METHODS = (CVXDP, CVXDP_PAPER, CVXDP_ABLATION, OP_RULE, OP_HINDSIGHT, GD_RULE, GD_HINDSIGHT, OBJ_PERT,
-               NONPRIVATE)
+ALL_METHODS = (CVXDP, CVXDP_CEILING, CVXDP_PAPER, CVXDP_ABLATION, OP_RULE, OP_HINDSIGHT, GD_RULE,
+               GD_HINDSIGHT, OBJ_PERT, NONPRIVATE)
 HUBER_M = 1.0
 MC_SAMPLES = 2_000_000
-STUDIES = ("n", "epsilon", "k", "smooth", "real")
+STUDIES = ("n", "ceiling", "epsilon", "k", "smooth", "real")
 GD_C_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
 GD_STEP_FACTORS = (0.25, 1.0)
+CEILING_C_FACTORS = (0.5, 1.0, 2.0, 4.0, 8.0)  # C = factor · G₂
+CEILING_LAMBDA_FACTORS = (1.0, 2.0, 4.0, 8.0, 16.0)  # λ = factor · λ₁ of the rate
 
 
 def make_task(kind: str, n: int, seed: int, k: float = K, n_test: int = 10):
@@ -178,6 +187,21 @@ def run_cell(spec: dict) -> dict:
         record(CVXDP_PAPER, private(profile="paper"))
     if CVXDP_ABLATION in methods:
         record(CVXDP_ABLATION, private(algorithm="output-perturbation"))
+    if CVXDP_CEILING in methods:
+        def ceiling():
+            from cvxdp.localization.population import initial_lambda
+            from cvxdp.localization.profiles import TightProfile
+
+            lam_rate = initial_lambda(n, d, eps, k, G_k, G_2, D)
+            grid = [{"C": a * G_2, "lam": b * lam_rate}
+                    for a in CEILING_C_FACTORS for b in CEILING_LAMBDA_FACTORS]
+            trials = [(p, cvxdp.PrivateProblem(model).solve(
+                data, epsilon=eps, moment_k=k, G_k=G_k, G_2=G_2, random_state=seed, algorithm="recursive",
+                lam=p["lam"], profile=TightProfile(clip=p["C"]), tail_share=0.0).w) for p in grid]
+            risks = [excess(w) for _, w in trials]
+            i = int(np.argmin(risks))
+            return trials[i][1], trials[i][0]
+        record(CVXDP_CEILING, ceiling)
     op_rule = output_perturbation_rule(n, d, eps, D, G_2)
     if OP_RULE in methods:
         record(OP_RULE, lambda: (clipped_output_perturbation(model, data, epsilon=eps, random_state=seed,
@@ -209,7 +233,8 @@ def run_cell(spec: dict) -> dict:
                                                          **obj_rule).w, obj_rule))
     if NONPRIVATE in methods:
         record(NONPRIVATE, lambda: (nonprivate_erm(model, model.bind(data)), {}))
-    return {**{key: spec[key] for key in ("study", "instance", "n", "epsilon", "seed")}, "k": k, **out}
+    return {**{key: spec[key] for key in ("study", "instance", "n", "epsilon", "seed")}, "k": k,
+            "part": spec.get("part", spec["study"]), **out}
 
 
 def run_real(spec: dict) -> dict:
@@ -283,7 +308,7 @@ def summarize(cells: list[dict]) -> dict:
     slopes = []
     studies = sorted({(r["study"], r["instance"], r["k"]) for r in rows if r["study"] in ("n", "k")})
     for study, inst, k in studies:
-        for m in (CVXDP, OP_RULE):
+        for m in (CVXDP, CVXDP_CEILING, OP_RULE):
             pts = sorted((r["n"], r["median"]) for r in rows
                          if (r["study"], r["instance"], r["k"], r["method"]) == (study, inst, k, m))
             if len(pts) < 2:
@@ -330,7 +355,8 @@ def _series(summary, study, instance, method, key="n", k=K):
     return [np.array(c) for c in zip(*pts, strict=True)] if pts else None
 
 
-STYLE = {CVXDP: ("C0", "o", "-"), CVXDP_PAPER: ("C0", "x", ":"), CVXDP_ABLATION: ("C9", "s", "--"),
+STYLE = {CVXDP: ("C0", "o", "-"), CVXDP_CEILING: ("C4", "o", ":"), CVXDP_PAPER: ("C0", "x", ":"),
+         CVXDP_ABLATION: ("C9", "s", "--"),
          OP_RULE: ("C3", "^", "-"), OP_HINDSIGHT: ("C3", "^", ":"), GD_RULE: ("C2", "v", "-"),
          GD_HINDSIGHT: ("C2", "v", ":"), OBJ_PERT: ("C1", "P", "-"), NONPRIVATE: ("k", "D", "-")}
 
@@ -381,7 +407,11 @@ def plot(summary: dict, bias: dict, outdir: Path) -> list[str]:
         ax.set(xscale="log", yscale="log", xlabel="n", title=f"{titles[inst]}, d=10, ε=1, k=4")
         ax.grid(alpha=0.3, which="both")
     axes[0].set_ylabel("excess population risk (median, 25–75%)")
-    fig.legend(*axes[1].get_legend_handles_labels(), loc="lower center", ncol=4, fontsize=7.5, frameon=False)
+    legend: dict = {}  # label -> handle over both panels (the ceiling is drawn on the left one only)
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            legend.setdefault(label, handle)
+    fig.legend(list(legend.values()), list(legend), loc="lower center", ncol=4, fontsize=7.5, frameon=False)
     _finish(fig, None, outdir / "utility_vs_n.png", files, rect=(0, 0.13, 1, 1))
 
     if any(r["study"] == "epsilon" for r in summary["rows"]):
@@ -526,6 +556,11 @@ def specs_full(seeds: int, studies: tuple[str, ...] = STUDIES) -> list[dict]:
                 for s in range(seeds):
                     specs.append({"study": "n", "instance": inst, "n": n, "epsilon": 1.0, "seed": s,
                                   "methods": lad_methods})
+    if "ceiling" in studies:
+        for n in (1_000, 3_000, 10_000, 30_000, 100_000):
+            for s in range(seeds):
+                specs.append({"study": "n", "part": "ceiling", "instance": "high-leverage", "n": n,
+                              "epsilon": 1.0, "seed": s, "methods": (CVXDP_CEILING,)})
     if "epsilon" in studies:
         for eps in (0.1, 0.3, 1.0, 3.0, 10.0):
             for s in range(seeds):
@@ -543,7 +578,8 @@ def specs_full(seeds: int, studies: tuple[str, ...] = STUDIES) -> list[dict]:
                 specs.append({"study": "smooth", "instance": "high-leverage-huber", "n": n, "epsilon": 1.0,
                               "seed": s, "methods": (CVXDP, OP_RULE, GD_RULE, OBJ_PERT, NONPRIVATE)})
     # the largest cells first, so the pool's two workers finish together
-    return sorted(specs, key=lambda sp: -sp["n"] * len(sp["methods"]))
+    cost = {CVXDP_CEILING: len(CEILING_C_FACTORS) * len(CEILING_LAMBDA_FACTORS)}
+    return sorted(specs, key=lambda sp: -sp["n"] * sum(cost.get(m, 1) for m in sp["methods"]))
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -600,7 +636,7 @@ def main(argv: list[str] | None = None) -> dict:
         meta["minutes"] = (time.perf_counter() - t0) / 60.0
         if set(studies) != set(STUDIES) and previous.exists():
             kept = json.loads(previous.read_text())
-            cells = [c for c in kept["cells"] if c["study"] not in studies] + cells
+            cells = [c for c in kept["cells"] if c.get("part", c["study"]) not in studies] + cells
             if "real" not in studies:
                 real = kept.get("real", [])
             meta["minutes"] += kept["meta"]["minutes"]  # the time of every study in the file

@@ -181,13 +181,23 @@ def affine_coefficients(exprs: tuple[cp.Expression, ...], w: cp.Variable,
                         ) -> tuple[np.ndarray, np.ndarray]:
     """Numeric ``(A, b)`` with ``expr_j(y, z_i) = A[i, j] · y + b[i, j]`` for scalar affine ``expr_j``.
 
-    Evaluates each expression at ``y = 0`` and ``y = e_k`` for every example at
-    once.  Returns ``A`` of shape ``(m, M, d)`` and ``b`` of shape ``(m, M)``.
+    Evaluates each expression at ``y = 0`` and ``y = t e_k`` for every example at
+    once; ``A[i, j, k] = (expr_j(t e_k) − expr_j(0))/t``.  With ``t = 1`` the
+    difference loses the coefficient when the constant dwarfs it (a label of
+    1e17 beside unit features rounds ``a`` to 0), so examples whose rounding
+    bound ``4u(|expr(t e_k)| + |expr(0)|)/t`` exceeds ``2^-40 |a|`` are evaluated
+    again at ``t = 2^26`` and ``2^52`` (powers of two: scaling is exact), and each
+    keeps the finite estimate with the smallest bound.  The expressions are
+    exactly affine, so every ``t`` estimates the same coefficients; the
+    certificates read only the returned ``(A, b)``, so this is about fidelity to
+    the user's loss, not soundness.  Returns ``A`` of shape ``(m, M, d)`` and ``b``
+    of shape ``(m, M)``.
     """
     d = w.size
     M = len(exprs)
     A = np.empty((m, M, d))
     b = np.empty((m, M))
+    unit = np.finfo(float).eps / 2.0
     leaves: dict = {p: np.asarray(v, float) for p, v in data.items()}
     for j, ex in enumerate(exprs):
         def ev(point: np.ndarray, ex: cp.Expression = ex) -> np.ndarray:
@@ -200,7 +210,22 @@ def affine_coefficients(exprs: tuple[cp.Expression, ...], w: cp.Variable,
             return np.broadcast_to(np.asarray(out, float).reshape(-1), (m,))
         b[:, j] = ev(np.zeros(d))
         for k in range(d):
-            e = np.zeros(d)
-            e[k] = 1.0
-            A[:, j, k] = ev(e) - b[:, j]
+            best = np.full(m, np.inf)
+            for t in _DIFFERENCE_STEPS:
+                e = np.zeros(d)
+                e[k] = t
+                with np.errstate(over="ignore", invalid="ignore"):
+                    v = ev(e)
+                    a = (v - b[:, j]) / t
+                    err = 4.0 * unit * (np.abs(v) + np.abs(b[:, j])) / t
+                better = np.isfinite(a) & np.isfinite(err) & (err < best)
+                if t == 1.0:
+                    A[:, j, k] = a  # as before, even where it is not finite (then the data overflow)
+                A[better, j, k] = a[better]
+                best = np.where(better, err, best)
+                if np.all(best <= 2.0**-40 * np.abs(A[:, j, k])):
+                    break
     return A, b
+
+
+_DIFFERENCE_STEPS = (1.0, 2.0**26, 2.0**52)

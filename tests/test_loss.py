@@ -56,6 +56,28 @@ def test_structure_recognition_and_numeric_form(make, kind, rng):
         assert np.allclose(link.value(np.einsum("md,md->m", a, P) + b), ref, atol=1e-12)
 
 
+def test_affine_data_survive_labels_far_larger_than_features():
+    """A label 1e17 beside unit features: one difference at y = e_k rounds the slope to 0.
+
+    The recovered pieces must be the loss's own, ``±(<x_i, w> − y_i)``, to the last
+    bits, for ordinary and extreme examples alike, and the per-example Lipschitz
+    constant must be ``||x_i||``, not 0.
+    """
+    from cvxdp.moments import lipschitz_constants
+
+    w = cp.Variable(2)
+    model = cvxdp.Model(cvxdp.losses.absolute(w), [cp.norm(w, 2) <= 1.0])
+    X = np.array([[1.0, 2.0], [3.0, -0.5], [1e-3, 7.0], [0.0, 1.0], [1e90, -1e90]])
+    y = np.array([1e17, 0.5, -3e15, 2.0**60, 1.0])
+    assert (y[0] + X[0, 0]) - y[0] == 0.0  # what a single difference at y = e_1 recovers
+    A, b = model.bind({"x": X, "y": y}).pieces()
+    sign = -b / y[:, None]  # piece j is sign_ij (<x_i, w> − y_i)
+    assert np.all(np.sort(sign, axis=1) == [-1.0, 1.0])
+    np.testing.assert_allclose(A, sign[:, :, None] * X[:, None, :], rtol=1e-12, atol=0)
+    np.testing.assert_allclose(lipschitz_constants(model, model.bind({"x": X, "y": y})),
+                               np.linalg.norm(X, axis=1), rtol=1e-12)
+
+
 def test_glm_links_of_canned_losses():
     w = cp.Variable(2)
     rng = np.random.default_rng(0)

@@ -184,14 +184,20 @@ def affine_coefficients(exprs: tuple[cp.Expression, ...], w: cp.Variable,
     Evaluates each expression at ``y = 0`` and ``y = t e_k`` for every example at
     once; ``A[i, j, k] = (expr_j(t e_k) − expr_j(0))/t``.  With ``t = 1`` the
     difference loses the coefficient when the constant dwarfs it (a label of
-    1e17 beside unit features rounds ``a`` to 0), so examples whose rounding
-    bound ``4u(|expr(t e_k)| + |expr(0)|)/t`` exceeds ``2^-40 |a|`` are evaluated
-    again at ``t = 2^26`` and ``2^52`` (powers of two: scaling is exact), and each
-    keeps the finite estimate with the smallest bound.  The expressions are
-    exactly affine, so every ``t`` estimates the same coefficients; the
-    certificates read only the returned ``(A, b)``, so this is about fidelity to
-    the user's loss, not soundness.  Returns ``A`` of shape ``(m, M, d)`` and ``b``
-    of shape ``(m, M)``.
+    1e17 beside unit features rounds ``a`` to 0).  Each estimate carries the
+    rounding bound ``4u(|expr(t e_k)| + |expr(0)|)/t``; an example none of whose
+    coefficients is known to ``2^-40`` of its largest (``max_k (|a_k| − bound_k)``,
+    a lower bound on ``||a||_∞``) is evaluated again — alone with the others
+    still refining, never the whole batch — at ``t = 2^26, 2^52, 2^104, 2^208``
+    (powers of two: the scaling is exact), keeping the finite estimate with the
+    smallest bound.  Each example's steps depend on its own data only, so its
+    recovered ``(a, b)`` does too (the sensitivity arguments rely on that).  A
+    step that overflows is skipped, and a slope the expression's own
+    intermediate sums round away at every finite step stays rounded.  The
+    expressions are exactly affine, so every ``t`` estimates the same
+    coefficients; the certificates read only the returned ``(A, b)``, so this is
+    about fidelity to the user's loss, not soundness.  Returns ``A`` of shape
+    ``(m, M, d)`` and ``b`` of shape ``(m, M)``.
     """
     d = w.size
     M = len(exprs)
@@ -200,32 +206,54 @@ def affine_coefficients(exprs: tuple[cp.Expression, ...], w: cp.Variable,
     unit = np.finfo(float).eps / 2.0
     leaves: dict = {p: np.asarray(v, float) for p, v in data.items()}
     for j, ex in enumerate(exprs):
-        def ev(point: np.ndarray, ex: cp.Expression = ex) -> np.ndarray:
-            vals = dict(leaves)
+        def ev(point: np.ndarray, rows: np.ndarray | None = None, ex: cp.Expression = ex) -> np.ndarray:
+            vals = dict(leaves) if rows is None else {p: v[rows] for p, v in leaves.items()}
+            count = m if rows is None else rows.size
             vals[w] = point.reshape((1,) + tuple(w.shape), order="F")
             try:
                 out = evaluate(ex, vals)
             except UnsupportedAtom:
-                out = evaluate_per_example(ex, vals, m)
-            return np.broadcast_to(np.asarray(out, float).reshape(-1), (m,))
+                out = evaluate_per_example(ex, vals, count)
+            return np.broadcast_to(np.asarray(out, float).reshape(-1), (count,))
         b[:, j] = ev(np.zeros(d))
+        bj = b[:, j]
+        abs_b = np.abs(bj)
+        bound = np.empty((d, m))  # rounding bound of each coefficient, by coefficient
+        scale = np.zeros(m)  # a lower bound on each example's largest |coefficient|
         for k in range(d):
-            best = np.full(m, np.inf)
-            for t in _DIFFERENCE_STEPS:
+            e = np.zeros(d)
+            e[k] = 1.0
+            v = ev(e)
+            with np.errstate(over="ignore", invalid="ignore"):
+                a = v - bj
+                err = 4.0 * unit * (np.abs(v) + abs_b)
+            A[:, j, k] = a  # as before, even where it is not finite (then the data overflow)
+            err[~(np.isfinite(a) & np.isfinite(err))] = np.inf
+            bound[k] = err
+            with np.errstate(invalid="ignore"):
+                np.fmax(scale, np.abs(a) - err, out=scale)
+        for t in _DIFFERENCE_STEPS[1:]:
+            with np.errstate(invalid="ignore"):
+                rows = np.flatnonzero(~(bound.max(axis=0) <= 2.0**-40 * scale))
+            if rows.size == 0:
+                break
+            target = 2.0**-40 * scale[rows]
+            for k in range(d):
+                r = rows[~(bound[k, rows] <= target)]
+                if r.size == 0:
+                    continue
                 e = np.zeros(d)
                 e[k] = t
                 with np.errstate(over="ignore", invalid="ignore"):
-                    v = ev(e)
-                    a = (v - b[:, j]) / t
-                    err = 4.0 * unit * (np.abs(v) + np.abs(b[:, j])) / t
-                better = np.isfinite(a) & np.isfinite(err) & (err < best)
-                if t == 1.0:
-                    A[:, j, k] = a  # as before, even where it is not finite (then the data overflow)
-                A[better, j, k] = a[better]
-                best = np.where(better, err, best)
-                if np.all(best <= 2.0**-40 * np.abs(A[:, j, k])):
-                    break
+                    v = ev(e, r)
+                    a = (v - bj[r]) / t
+                    err = 4.0 * unit * (np.abs(v) + abs_b[r]) / t
+                better = np.isfinite(a) & np.isfinite(err) & (err < bound[k, r])
+                A[r[better], j, k] = a[better]
+                bound[k, r[better]] = err[better]
+            with np.errstate(invalid="ignore"):
+                scale[rows] = np.max(np.maximum(np.abs(A[rows, j, :]) - bound[:, rows].T, 0.0), axis=1)
     return A, b
 
 
-_DIFFERENCE_STEPS = (1.0, 2.0**26, 2.0**52)
+_DIFFERENCE_STEPS = (1.0, 2.0**26, 2.0**52, 2.0**104, 2.0**208)

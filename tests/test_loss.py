@@ -78,6 +78,46 @@ def test_affine_data_survive_labels_far_larger_than_features():
                                np.linalg.norm(X, axis=1), rtol=1e-12)
 
 
+def test_recovered_affine_data_depend_on_their_own_example_only(rng):
+    """Refining one example (a zero feature beside a label) must not touch any other's data.
+
+    The sensitivity arguments need each example's recovered ``(a, b)`` to be a function of
+    that example alone, to the last bit.
+    """
+    w = cp.Variable(3)
+    model = cvxdp.Model(cvxdp.losses.absolute(w), [cp.norm(w, 2) <= 1.0])
+    X = rng.uniform(0.1, 1.0, size=(200, 3))
+    y = rng.uniform(-10.0, 10.0, size=200)
+    A1, b1 = model.bind({"x": X, "y": y}).pieces()
+    X2, y2 = X.copy(), y.copy()
+    X2[-1], y2[-1] = [0.0, 1e-3, 2.0], 1e17  # forces every refinement step for this example
+    A2, b2 = model.bind({"x": X2, "y": y2}).pieces()
+    assert np.array_equal(A1[:-1], A2[:-1]) and np.array_equal(b1[:-1], b2[:-1])
+    # every coefficient to 2^-40 of the example's largest
+    np.testing.assert_allclose(np.abs(A2[-1]), np.tile([0.0, 1e-3, 2.0], (2, 1)), rtol=0, atol=2.0**-39)
+
+
+def test_affine_recovery_skips_steps_that_overflow():
+    """``s r (y − <x, w>)`` with a slope 1e277 under a constant 2^70 times larger.
+
+    The step 2^52 recovers the slope to ~1e-10 but not to its 2^-40 target, so the next
+    step, 2^104, is tried — and overflows.  Only the finite estimate may be kept: an
+    infinite or NaN coefficient would poison every certificate of that example.
+    """
+    w = cp.Variable(2)
+    x, y = cp.Parameter(2, name="x"), cp.Parameter(name="y")
+    s, r = cp.Parameter(name="s"), cp.Parameter(name="r")
+    loss = cvxdp.Loss(cp.abs(s * r * (y - x @ w)), w, data=[x, y, s, r])
+    data = {"x": np.array([[1e77, 0.0], [1.0, 2.0]]), "y": np.array([1e77 * 2.0**70, 3.0]),
+            "s": np.array([1e100, 1.0]), "r": np.array([1e100, 1.0])}
+    assert not np.isfinite(1e277 * 2.0**104)
+    A, b = loss.bind(data).pieces()
+    assert np.all(np.isfinite(A)) and np.all(np.isfinite(b))
+    np.testing.assert_allclose(np.abs(A[0, :, 0]), 1e277, rtol=1e-8)
+    assert np.all(A[0, :, 1] == 0.0)
+    np.testing.assert_allclose(np.abs(A[1]), [[1.0, 2.0], [1.0, 2.0]], rtol=1e-15)
+
+
 def test_glm_links_of_canned_losses():
     w = cp.Variable(2)
     rng = np.random.default_rng(0)

@@ -154,6 +154,17 @@ def test_schedule_search_is_cached_per_clip():
     assert choose_schedule(*args, TightProfile(clip=0.5)) != choose_schedule(*args, TightProfile(clip=40.0))
 
 
+def test_schedule_search_accepts_a_profile_subclass_without_clip():
+    """The cache rebuilds the profile from its type; a user's subclass need not take ``clip``."""
+
+    class Conservative(TightProfile):
+        def __init__(self, accuracy_share: float = 0.02) -> None:
+            super().__init__(accuracy_share)
+
+    chosen = choose_schedule(10_000, 10, 1.0, 4.0, 5.0, 5.0, 4.0, Conservative())
+    assert chosen.phases >= 1
+
+
 def test_majority_vote():
     pts = np.array([[0.0, 0.0], [0.1, 0.0], [5.0, 5.0], [0.0, 0.1], [9.0, 9.0]])
     assert majority_vote(pts, 0.2) in (0, 1, 3)

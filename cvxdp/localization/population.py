@@ -171,7 +171,10 @@ def choose_schedule(n: int, d: int, epsilon: float, k: float, G_k: float, G_2: f
 
 @lru_cache(maxsize=256)
 def _cached_schedule(n, d, epsilon, k, G_k, G_2, D, profile_type, kappa, clip, groups, beta, scales, growths):
-    profile = profile_type(kappa, clip=clip) if kappa else profile_type()
+    if not kappa:
+        profile = profile_type()
+    else:  # only TightProfile knows clip; a user's subclass with kappa need not
+        profile = profile_type(kappa) if clip is None else profile_type(kappa, clip=clip)
     return _search_schedule(n, d, epsilon, k, G_k, G_2, D, profile, groups=groups, beta=beta,
                             scales=scales, growths=growths)
 

@@ -79,7 +79,7 @@ MC_SAMPLES = 2_000_000
 STUDIES = ("n", "ceiling", "epsilon", "k", "smooth", "real")
 GD_C_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
 GD_STEP_FACTORS = (0.25, 1.0)
-CEILING_C_FACTORS = (0.5, 1.0, 2.0, 4.0, 8.0)  # C = factor · G₂
+CEILING_C_FACTORS = (0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)  # C = factor · G₂
 CEILING_LAMBDA_FACTORS = (1.0, 2.0, 4.0, 8.0, 16.0)  # λ = factor · λ₁ of the rate
 
 
@@ -633,13 +633,20 @@ def main(argv: list[str] | None = None) -> dict:
         with ProcessPoolExecutor(max_workers=args.jobs) as pool:
             cells = list(tqdm(pool.map(run_cell, specs), total=len(specs), desc="synthetic cells"))
             real = list(tqdm(pool.map(run_real, real_specs), total=len(real_specs), desc="real-data cells"))
-        meta["minutes"] = (time.perf_counter() - t0) / 60.0
+        minutes = (time.perf_counter() - t0) / 60.0
+        meta["minutes_by_studies"] = {",".join(studies): minutes}
         if set(studies) != set(STUDIES) and previous.exists():
             kept = json.loads(previous.read_text())
             cells = [c for c in kept["cells"] if c.get("part", c["study"]) not in studies] + cells
             if "real" not in studies:
                 real = kept.get("real", [])
-            meta["minutes"] += kept["meta"]["minutes"]  # the time of every study in the file
+            # the time of every run whose studies are still in the file (a rerun replaces its own)
+            earlier = kept["meta"].get("minutes_by_studies", {",".join(STUDIES): kept["meta"]["minutes"]})
+            for key, value in earlier.items():
+                left = [x for x in key.split(",") if x not in studies]
+                if left:
+                    meta["minutes_by_studies"][",".join(left)] = value
+        meta["minutes"] = sum(meta["minutes_by_studies"].values())
     summary = summarize(cells)
     bias = clipping_bias_curve()
     tgt = targets(summary)

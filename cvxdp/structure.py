@@ -185,10 +185,10 @@ def affine_coefficients(exprs: tuple[cp.Expression, ...], w: cp.Variable,
     once; ``A[i, j, k] = (expr_j(t e_k) − expr_j(0))/t``.  With ``t = 1`` the
     difference loses the coefficient when the constant dwarfs it (a label of
     1e17 beside unit features rounds ``a`` to 0).  Each estimate carries the
-    rounding bound ``4u(|expr(t e_k)| + |expr(0)|)/t``; an example none of whose
-    coefficients is known to ``2^-40`` of its largest (``max_k (|a_k| − bound_k)``,
-    a lower bound on ``||a||_∞``) is evaluated again — alone with the others
-    still refining, never the whole batch — at ``t = 2^26, 2^52, 2^104, 2^208``
+    rounding bound ``4u(|expr(t e_k)| + |expr(0)|)/t``; a coefficient not yet
+    known to ``2^-40`` of its example's largest (``max_k (|a_k| − bound_k)``, a
+    lower bound on ``||a||_∞``) is evaluated again — for the examples still
+    refining it only, never the whole batch — at ``t = 2^26, 2^52, 2^104, 2^208``
     (powers of two: the scaling is exact), keeping the finite estimate with the
     smallest bound.  Each example's steps depend on its own data only, so its
     recovered ``(a, b)`` does too (the sensitivity arguments rely on that).  A
@@ -252,7 +252,7 @@ def affine_coefficients(exprs: tuple[cp.Expression, ...], w: cp.Variable,
                 A[r[better], j, k] = a[better]
                 bound[k, r[better]] = err[better]
             with np.errstate(invalid="ignore"):
-                scale[rows] = np.max(np.maximum(np.abs(A[rows, j, :]) - bound[:, rows].T, 0.0), axis=1)
+                scale[rows] = np.max(np.fmax(np.abs(A[rows, j, :]) - bound[:, rows].T, 0.0), axis=1)
     return A, b
 
 

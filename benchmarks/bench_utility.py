@@ -33,7 +33,7 @@ Population risks are exact (quadrature; :meth:`cvxdp.datasets.Task.excess_risk`)
 The noise is seeded so the figures reproduce — seeded noise is NOT private, which
 is fine for a benchmark and never for a release.
 
-``python benchmarks/bench_utility.py`` runs everything (about 70 minutes on two
+``python benchmarks/bench_utility.py`` runs everything (about 80 minutes on two
 cores) and writes ``benchmarks/results/utility.{json,csv}``, the figures
 ``benchmarks/results/*.png`` and the results section of ``README.md``.
 ``--quick`` checks only the headline ordering at n = 10^5 (cvxdp < clipped output

@@ -161,8 +161,12 @@ def test_schedule_search_accepts_a_profile_subclass_without_clip():
         def __init__(self, accuracy_share: float = 0.02) -> None:
             super().__init__(accuracy_share)
 
-    chosen = choose_schedule(10_000, 10, 1.0, 4.0, 5.0, 5.0, 4.0, Conservative())
-    assert chosen.phases >= 1
+    from cvxdp.localization.population import _search_schedule
+
+    args = (10_000, 10, 1.0, 4.0, 5.0, 5.0, 4.0)
+    chosen = choose_schedule(*args, Conservative())
+    assert chosen == _search_schedule(*args, Conservative())  # rebuilt with its own accuracy share
+    assert chosen != choose_schedule(*args, TightProfile(0.5))
 
 
 def test_majority_vote():

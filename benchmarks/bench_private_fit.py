@@ -50,7 +50,7 @@ def run_single(n: int, d: int, seed: int) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         result = cvxdp.PrivateProblem(model).solve(data, epsilon=1.0, moment_k=k, G_k=G,
-                                                   random_state=seed)
+                                                   random_state=seed, diagnostics=True)  # erm_methods
     t_private = time.perf_counter() - t0
     return {
         "n": n, "d": d, "private_seconds": t_private, "reference_seconds": t_ref,

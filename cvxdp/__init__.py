@@ -7,6 +7,7 @@ solvers and privatizes the result (Lowy, arXiv 2604.06492).
 """
 
 from cvxdp import datasets, error, geometry, losses
+from cvxdp.accountant import BudgetAccountant
 from cvxdp.conic.program import ConicSettings
 from cvxdp.erm import ERMCertificate, ERMSettings
 from cvxdp.error import (
@@ -36,6 +37,7 @@ from cvxdp.problem import PrivateProblem, PrivateResult
 __version__ = "0.1.0"
 
 __all__ = [
+    "BudgetAccountant",
     "CertificationError",
     "ConicSettings",
     "CvxdpError",

@@ -96,7 +96,11 @@ def finite_array(name: str, value: object, *, ndim: int | None = None,
     if arr.dtype == object or not (
         np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)
     ):
-        raise DataError(f"{name} must be numeric, got dtype {arr.dtype}.")
+        # the dtype's kind only: a string dtype's width (<U7) is the longest entry, a data-derived number
+        kind = {"U": "text", "S": "bytes", "O": "Python objects", "M": "datetimes",
+                "m": "timedeltas"}.get(arr.dtype.kind, "non-numeric values")
+        raise DataError(f"{name} must be numeric (float, int or bool), got {kind}; convert it to numbers "
+                        "before fitting.")
     if np.issubdtype(arr.dtype, np.complexfloating):
         raise DataError(f"{name} must be real, got complex dtype {arr.dtype}.")
     arr = arr.astype(np.float64, copy=False)
@@ -109,13 +113,12 @@ def finite_array(name: str, value: object, *, ndim: int | None = None,
             want = "(" + ", ".join("m" if s is None else str(s) for s in shape) + ")"
             raise DataError(f"{name} must have shape {want}, got {arr.shape}.")
     if arr.size and not np.all(np.isfinite(arr)):
-        bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
-        raise DataError(
-            f"{name} contains {bad} NaN or infinite value(s); remove or impute them before fitting."
+        raise DataError(  # no count or position of the bad entries: those are data-derived
+            f"{name} contains NaN or infinite values; remove or impute them before fitting."
         )
     if arr.size and float(np.max(np.abs(arr))) > DATA_MAX:
         raise DataError(
-            f"{name} has entries of magnitude up to {float(np.max(np.abs(arr))):.3g} > {DATA_MAX:g}; "
-            "their squares overflow float64. Rescale the data (a public rescaling keeps privacy)."
+            f"{name} has entries of magnitude above {DATA_MAX:g}, whose squares overflow float64. "
+            "Rescale the data (a public rescaling keeps privacy)."
         )
     return arr

@@ -4,8 +4,8 @@ Conventions follow scikit-learn: ``__init__`` only stores its arguments,
 ``fit`` validates, fits and returns ``self``, learned attributes end in ``_``,
 ``random_state=None`` means secure (non-reproducible) noise.
 
-* :class:`PrivateLinearSVM` — hinge loss, labels ``±1`` (or any two classes,
-  mapped to ``±1``), ``score`` = accuracy;
+* :class:`PrivateLinearSVM` — hinge loss over two *declared* classes
+  (``classes=(-1, 1)`` by default; the second maps to ``+1``), ``score`` = accuracy;
 * :class:`PrivateLADRegressor` — absolute loss (median regression), ``score`` = R²;
 * :class:`PrivateQuantileRegressor` — pinball loss at ``quantile``, ``score`` = R².
 
@@ -13,10 +13,21 @@ The domain is the ℓ2 ball of radius ``radius`` around 0 in the space of
 ``(coef, intercept)``; with ``fit_intercept=True`` a constant feature 1 is
 appended (so ``G_k`` must bound ``||(x, 1)||``'s moments — the default
 ``G_k=None`` raises, since a private estimator cannot read it off the data).
+
+What a fitted estimator holds
+-----------------------------
+``coef_`` and ``intercept_`` (the ε-DP release), ``ledger_`` and ``epsilon_spent_`` (public: every
+entry is a function of public inputs and earlier ε-DP releases), ``n_features_in_`` (public: the
+shape) and, for the SVM, ``classes_`` (the declared classes, public).  ``result_`` — the full
+:class:`~cvxdp.problem.PrivateResult` with its certificates and timings, which depend on the data —
+exists only after a fit with ``diagnostics=True``; it is **not private** (it travels with the
+estimator when pickled).  ``accountant=`` passes a shared budget to every fit (see
+:meth:`PrivateProblem.solve <cvxdp.problem.PrivateProblem.solve>`).
 """
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import cvxpy as cp
@@ -35,7 +46,8 @@ class _PrivateLinearModel:
     def __init__(self, *, epsilon: float = 1.0, moment_k: float = 4.0, G_k: float | None = None,
                  G_2: float | None = None, radius: float = 1.0, fit_intercept: bool = True,
                  algorithm: str = "population", profile: str = "tight", delta: float = 0.1,
-                 random_state: object = None) -> None:
+                 random_state: object = None, accountant: object = None,
+                 diagnostics: bool = False) -> None:
         self.epsilon = epsilon
         self.moment_k = moment_k
         self.G_k = G_k
@@ -46,11 +58,13 @@ class _PrivateLinearModel:
         self.profile = profile
         self.delta = delta
         self.random_state = random_state
+        self.accountant = accountant
+        self.diagnostics = diagnostics
 
     # scikit-learn compatibility
     def get_params(self, deep: bool = True) -> dict:
         keys = ["epsilon", "moment_k", "G_k", "G_2", "radius", "fit_intercept", "algorithm",
-                "profile", "delta", "random_state"]
+                "profile", "delta", "random_state", "accountant", "diagnostics"]
         return {k: getattr(self, k) for k in keys}
 
     def set_params(self, **params) -> _PrivateLinearModel:
@@ -73,11 +87,19 @@ class _PrivateLinearModel:
                             f"{self.n_features_in_}.")
         return X
 
+    def _check_params(self) -> None:
+        """Checks of the estimator's own (public) parameters, before the data are read."""
+
     def _transform_y(self, y: object) -> np.ndarray:
         return finite_array("y", y, ndim=1)
 
     def fit(self, X: object, y: object) -> _PrivateLinearModel:
-        """Fit an ε-DP linear model on ``(X, y)``; returns ``self``."""
+        """Fit an ε-DP linear model on ``(X, y)``; returns ``self``.
+
+        With ``diagnostics=False`` (default) the fitted estimator stores only the release and public
+        records (see the module docstring); ``diagnostics=True`` also stores ``result_``, which is
+        not private.
+        """
         if self.G_k is None:
             raise ParameterError(
                 "G_k (a public bound on the k-th moment of the per-example gradient norm) is "
@@ -86,7 +108,10 @@ class _PrivateLinearModel:
             )
         if not isinstance(self.fit_intercept, bool):
             raise ParameterError("fit_intercept must be True or False.")
+        if not isinstance(self.diagnostics, bool):
+            raise ParameterError("diagnostics must be True or False.")
         positive_finite("radius", self.radius)
+        self._check_params()
         X = self._check_X(X, fitted=False)
         yt = self._transform_y(y)
         if yt.shape[0] != X.shape[0]:
@@ -97,15 +122,22 @@ class _PrivateLinearModel:
         result = PrivateProblem(model).solve(
             {"x": Z, "y": yt}, epsilon=self.epsilon, moment_k=self.moment_k, G_k=self.G_k,
             G_2=self.G_2, algorithm=self.algorithm, profile=self.profile, delta=self.delta,
-            random_state=self.random_state)
+            random_state=self.random_state, accountant=self.accountant, diagnostics=self.diagnostics)
+        self._set_public_attributes()
         self.n_features_in_ = X.shape[1]
-        self.result_: PrivateResult = result
+        if self.diagnostics:
+            self.result_: PrivateResult = result
+        else:  # a refit without diagnostics must not keep an earlier fit's diagnostics
+            self.__dict__.pop("result_", None)
         self.ledger_ = result.ledger
         self.epsilon_spent_ = result.epsilon_spent
         coef = result.w
         self.coef_ = coef[:-1].copy() if self.fit_intercept else coef.copy()
         self.intercept_ = float(coef[-1]) if self.fit_intercept else 0.0
         return self
+
+    def _set_public_attributes(self) -> None:
+        """Learned attributes that are functions of the parameters only (set after a successful fit)."""
 
     def decision_function(self, X: object) -> np.ndarray:
         if not hasattr(self, "coef_"):
@@ -125,31 +157,175 @@ class _PrivateLinearModel:
         return 1.0 - ss_res / ss_tot if ss_tot > 0 else 0.0
 
 
+# --- declared classes -------------------------------------------------------------------------------
+
+def _label_kind(value: object) -> str | None:
+    """``"number"`` (bool, int, float: real numbers), ``"str"``, ``"bytes"``, or ``None`` (anything else)."""
+    if isinstance(value, bool | np.bool_ | numbers.Real):
+        return "number"
+    if isinstance(value, str):
+        return "str"
+    if isinstance(value, bytes):
+        return "bytes"
+    return None
+
+
+def _declared_classes(classes: object) -> tuple:
+    """Validate ``classes`` (public): two distinct labels, each a finite real number, a str or bytes.
+
+    Returns the pair as plain Python scalars (numpy scalars unwrapped, so comparisons are exact).
+    """
+    if isinstance(classes, np.ndarray) and classes.ndim == 1:
+        items = classes.tolist()
+    elif isinstance(classes, tuple | list):
+        items = list(classes)
+    else:
+        items = []
+    if len(items) != 2:
+        raise ParameterError(f"classes must be a pair of labels such as (-1, 1), (0, 1), (False, True) "
+                             f"or ('no', 'yes'), got {classes!r}.")
+    pair = tuple(c.item() if isinstance(c, np.generic) else c for c in items)
+    kinds = [_label_kind(c) for c in pair]
+    for c, kind in zip(pair, kinds, strict=True):
+        if kind is None:
+            raise ParameterError(f"each class must be a real number, a str or bytes, got {c!r} of type "
+                                 f"{type(c).__name__}.")
+        if kind == "number":
+            try:
+                finite = math.isfinite(float(c))
+            except OverflowError:
+                finite = False
+            if not finite:
+                raise ParameterError(f"numeric classes must be finite numbers, got {c!r}.")
+    if kinds[0] != kinds[1]:
+        raise ParameterError(f"classes must be two numbers or two strings (or two bytes), got {pair!r}; "
+                             "a string label never equals a number.")
+    if pair[0] == pair[1]:
+        raise ParameterError(f"the two classes must be distinct values, got {pair!r} (labels are "
+                             "compared by value: 1 == 1.0 == True).")
+    return pair
+
+
+def _matches(y: np.ndarray, c: object) -> np.ndarray:
+    """``y_i`` equals the declared class ``c`` by value, exactly, decided for each entry on its own.
+
+    Numbers are compared as real numbers with no rounding (bool counts as 0/1, as in Python):
+    ``True``, ``1``, ``1.0``, ``np.int8(1)`` all equal the class ``1``; a float32 ``0.1`` does not
+    equal the class ``0.1`` (they are different reals); NaN equals nothing.  A string or bytes label
+    equals only an equal string or bytes.  Complex, datetime and other labels equal nothing.
+    """
+    kind = _label_kind(c)
+    none = np.zeros(y.shape, dtype=bool)
+    dk = y.dtype.kind
+    if dk == "O":
+        def equal(v: object) -> bool:
+            v = v.item() if isinstance(v, np.generic) else v
+            return _label_kind(v) == kind and bool(v == c)
+        return np.fromiter((equal(v) for v in y), dtype=bool, count=y.size)
+    if kind == "number":
+        if dk == "b":
+            return y.copy() if c == 1 else ~y if c == 0 else none
+        if dk in "iu":
+            if isinstance(c, float) and not c.is_integer():
+                return none
+            return y == int(c)  # numpy compares with an out-of-range Python int exactly (no match)
+        if dk == "f":
+            cf = float(c)
+            if cf != c:  # an integer class with no float64 twin equals no float64 label
+                return none
+            # compare in a type holding both exactly (a float32 label is not rounded onto the class)
+            return y == np.asarray(cf, dtype=np.result_type(y.dtype, np.float64))
+        return none
+    if kind == "str" and dk == "U":
+        return y == c
+    if kind == "bytes" and dk == "S":
+        return y == c
+    return none
+
+
 class PrivateLinearSVM(_PrivateLinearModel):
-    """ε-DP linear SVM (hinge loss).  ``classes_`` holds the two labels; the second maps to ``+1``."""
+    """ε-DP linear SVM (hinge loss) over two declared classes.
+
+    Parameters
+    ----------
+    classes:
+        The two labels, declared in advance (public): ``(-1, 1)`` by default, or any pair of distinct
+        finite numbers, strings or bytes, e.g. ``(0, 1)``, ``(False, True)``, ``("no", "yes")``.  The
+        **second** maps to ``+1`` of the hinge loss (predicted where ``decision_function ≥ 0``), the
+        first to ``−1``.
+    diagnostics, accountant, ...:
+        As for every estimator of this module.
+
+    Labels are matched to the classes *by value*, exactly, each label on its own: numbers as real
+    numbers (bool counts as 0/1, as in Python, so ``True``, ``1`` and ``1.0`` all equal the class
+    ``1`` and ``(0, 1)`` accepts bool labels, ``(False, True)`` accepts 0/1 labels; a float32 ``0.1``
+    is not the class ``0.1``), strings and bytes only as equal strings and bytes (``"1"`` is not
+    ``1``).  Two classes equal by value, such as ``(1, True)``, are refused.  A label equal to neither
+    class (NaN included) is outside the declared data domain: ``fit`` raises
+    :class:`~cvxdp.error.DataError`, naming the declared classes only.  A data set whose labels are
+    all one class fits like any other.
+
+    Privacy: ``classes_`` is ``np.asarray(classes)``, a function of the parameters only, set without
+    reading ``y``; each label's ``±1`` is a function of that label and the public classes alone, so
+    changing one example changes one example of the hinge problem, whose release is ε-DP.  (Before,
+    the class mapped to ``+1`` was read off the data, so one record could flip the model's sign.)
+    """
 
     _loss_name = "hinge"
 
+    def __init__(self, *, classes: object = (-1, 1), **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.classes = classes
+
+    def get_params(self, deep: bool = True) -> dict:
+        return {**super().get_params(deep), "classes": self.classes}
+
+    def _check_params(self) -> None:
+        _declared_classes(self.classes)
+
+    def _set_public_attributes(self) -> None:
+        self.classes_ = np.asarray(_declared_classes(self.classes))
+
     def _transform_y(self, y: object) -> np.ndarray:
-        y = np.asarray(y)
+        neg, pos = _declared_classes(self.classes)
+        y = _as_label_array(y)
         if y.ndim != 1:
             raise DataError(f"y must be one-dimensional, got shape {y.shape}.")
-        if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
-            raise DataError("y contains NaN or infinite labels.")
-        classes = np.unique(y)
-        if classes.size != 2:
-            raise DataError(f"PrivateLinearSVM needs exactly two classes, found {classes.size}.")
-        self.classes_ = classes
-        return np.where(y == classes[1], 1.0, -1.0)
+        is_pos, is_neg = _matches(y, pos), _matches(y, neg)
+        if not np.all(is_pos | is_neg):
+            raise DataError(
+                f"y contains labels outside classes={(neg, pos)!r}; every label must equal one of the "
+                "declared classes (compared by value). Map or drop other labels (NaN included) before "
+                "fitting, or declare the classes your data use."
+            )
+        return np.where(is_pos, 1.0, -1.0)
 
     def predict(self, X: object) -> np.ndarray:
         scores = self.decision_function(X)
         return np.where(scores >= 0, self.classes_[1], self.classes_[0])
 
     def score(self, X: object, y: object) -> float:
-        """Accuracy."""
-        y = np.asarray(y)
-        return float(np.mean(self.predict(X) == y))
+        """Accuracy; a label outside the declared classes counts as an error."""
+        neg, pos = _declared_classes(self.classes)
+        y = _as_label_array(y)
+        if y.ndim != 1:
+            raise DataError(f"y must be one-dimensional, got shape {y.shape}.")
+        positive = self.decision_function(X) >= 0
+        if positive.shape != y.shape:
+            raise DataError(f"X has {positive.shape[0]} rows but y has {y.shape[0]}.")
+        return float(np.mean(np.where(positive, _matches(y, pos), _matches(y, neg))))
+
+
+def _as_label_array(y: object) -> np.ndarray:
+    """``y`` as an array; a sequence mixing numbers and strings stays ``object`` (so 1 is not read as '1')."""
+    if isinstance(y, np.ndarray):
+        return y
+    arr = np.asarray(y)
+    if arr.dtype.kind in "US" and arr.ndim == 1:
+        obj = np.asarray(y, dtype=object)
+        if not (all(isinstance(v, str) for v in obj) or all(isinstance(v, bytes) for v in obj)):
+            return obj
+    return arr
 
 
 class PrivateLADRegressor(_PrivateLinearModel):

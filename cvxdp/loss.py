@@ -17,7 +17,7 @@ without ever storing the whole data set in a CVXPY parameter.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import cvxpy as cp
@@ -239,13 +239,29 @@ class Examples:
                                                         self.m)
         return self._cache["pieces"]
 
-    def glm(self) -> tuple[np.ndarray, np.ndarray, Link] | None:
-        """``(a, b, φ)`` with ``f(y, z_i) = φ_i(<a_i, y> + b_i)``, or ``None``.
+    def glm(self) -> GLMRepresentation | None:
+        """The generalized-linear form ``f(y, z_i) = φ_i(<a_i, y> + b_i)``, decided per example.
 
-        Smooth links come straight from the structure.  Piecewise-linear losses
-        qualify when, for every example, all pieces' slopes are parallel:
-        ``a_ij = κ_ij â_i`` (hinge, absolute value, pinball, affine); then
-        ``φ_i(u) = max_j (κ_ij u + b_ij)`` with ``u = <â_i, y>``.
+        Returns ``None`` only when the loss's *structure* (public: the expression,
+        not the data) is neither piecewise linear nor a smooth generalized linear
+        loss.  Otherwise a :class:`GLMRepresentation` with ``is_glm[i]`` telling
+        whether example ``i`` has that form:
+
+        * smooth links (Huber, square, logistic): every example, by structure;
+        * piecewise-linear losses: example ``i`` qualifies when all its pieces'
+          slopes are parallel, ``a_ij = κ_ij â_i`` (hinge, absolute value,
+          pinball, affine), tested on that example's own pieces only
+          (``||a_ij − κ_ij â_i|| ≤ 1e-12 (1 + ||a_ij||)`` for every ``j``, with
+          ``â_i`` its steepest piece's direction); then ``φ_i(u) = max_j
+          (κ_ij u + b_ij)`` with ``u = <â_i, y>``.
+
+        Privacy: every row of the result, ``is_glm`` included, is a function of its
+        own example's recovered pieces (:meth:`pieces`, themselves per example) and
+        public inputs — never a decision taken for the whole data set, so replacing
+        one example cannot move another's representation, Lipschitz constant or
+        oracle path.  Rows with ``is_glm`` false carry a stand-in (the pieces projected
+        on ``â_i``; finite where the pieces are) so that array code can run on all rows
+        at fixed positions; it is *not* that example's loss and must not be used for it.
         """
         if "glm" in self._cache:
             return self._cache["glm"]
@@ -253,28 +269,70 @@ class Examples:
         out = None
         if isinstance(st, SmoothGLMStructure):
             A, b = affine_coefficients((st.argument,), self.loss.variable, self.arrays, self.m)
-            out = (A[:, 0, :], b[:, 0], st.link)
+            out = GLMRepresentation(A[:, 0, :], b[:, 0], st.link, np.ones(self.m, dtype=bool))
         elif isinstance(st, PiecewiseLinearStructure):
             A, b = self.pieces()
+            rows = np.arange(self.m)
             norms = np.linalg.norm(A, axis=2)
             lead = np.argmax(norms, axis=1)
-            ahat = A[np.arange(self.m), lead]
-            nrm = norms[np.arange(self.m), lead]
-            ahat = np.where(nrm[:, None] > 0, ahat / np.where(nrm > 0, nrm, 1.0)[:, None], 0.0)
+            nrm = norms[rows, lead]
+            with np.errstate(invalid="ignore", over="ignore"):
+                ahat = np.where(nrm[:, None] > 0, A[rows, lead] / np.where(nrm > 0, nrm, 1.0)[:, None], 0.0)
             # any unit vector will do for examples whose pieces are all constant
-            zero = nrm == 0
-            if np.any(zero):
-                ahat[zero, 0] = 1.0
+            ahat[nrm == 0, 0] = 1.0
             kappa = np.einsum("imd,id->im", A, ahat)
             resid = A - kappa[:, :, None] * ahat[:, None, :]
-            scale = 1.0 + norms
-            if np.all(np.linalg.norm(resid, axis=2) <= 1e-12 * scale):
-                out = (ahat, np.zeros(self.m), PiecewiseLinearLink(kappa, b))
+            with np.errstate(invalid="ignore", over="ignore"):
+                parallel = np.linalg.norm(resid, axis=2) <= 1e-12 * (1.0 + norms)
+            # NaN (an overflowing example) fails the test: that example takes the general path
+            out = GLMRepresentation(ahat, np.zeros(self.m), PiecewiseLinearLink(kappa, b),
+                                    np.all(parallel, axis=1))
         self._cache["glm"] = out
         return out
 
 
+@dataclass(eq=False)
+class GLMRepresentation:
+    """Per-example generalized-linear data ``f(y, z_i) = φ_i(<a_i, y> + b_i)`` where ``is_glm[i]``.
+
+    Attributes
+    ----------
+    a, b:
+        ``(m, d)`` and ``(m,)``.
+    link:
+        The links ``φ_i`` (a :class:`~cvxdp.links.Link` vectorized over examples).
+    is_glm:
+        ``(m,)`` booleans; each decided from its own example (see :meth:`Examples.glm`).
+        Where it is false, ``(a_i, b_i, φ_i)`` is a stand-in, not the loss.
+
+    Iterating yields ``(a, b, link)``, so code written for all-GLM data sets keeps
+    unpacking ``a, b, link = glm``; it must then consult ``is_glm`` (always true for
+    smooth links, per example for piecewise-linear losses).
+    """
+
+    a: np.ndarray
+    b: np.ndarray
+    link: Link
+    is_glm: np.ndarray
+
+    def __iter__(self) -> Iterator:
+        return iter((self.a, self.b, self.link))
+
+    def __len__(self) -> int:
+        return 3
+
+    def __getitem__(self, i: int) -> object:
+        return (self.a, self.b, self.link)[i]
+
+    def subset(self, index: np.ndarray) -> GLMRepresentation:
+        """The representation of the examples selected by ``index``, row for row."""
+        return GLMRepresentation(self.a[index], self.b[index], self.link.subset(index),
+                                 self.is_glm[index])
+
+
 def _subset_cached(val: object, idx: np.ndarray) -> object:
+    if isinstance(val, GLMRepresentation):
+        return val.subset(idx)
     if isinstance(val, tuple):
         return tuple(_subset_cached(v, idx) for v in val)
     if isinstance(val, np.ndarray):
@@ -284,4 +342,4 @@ def _subset_cached(val: object, idx: np.ndarray) -> object:
     return val
 
 
-__all__ = ["Examples", "GenericStructure", "Loss"]
+__all__ = ["Examples", "GLMRepresentation", "GenericStructure", "Loss"]

@@ -17,6 +17,16 @@ solver's run.
 uniform on the sphere.  Both come from a :class:`~cvxdp.random.NoiseSource`
 (a CSPRNG by default).  The radius' upper ``β``-quantile is exact:
 ``s · P^{-1}(d, 1 − β)`` with ``P`` the regularized incomplete gamma function.
+
+**Failing closed.** A non-finite point is refused *before* any noise is drawn
+(:class:`~cvxdp.error.CertificationError`), and a non-finite noise sample (a
+broken :class:`~cvxdp.random.NoiseSource`) is refused after it is drawn
+(:class:`~cvxdp.error.ParameterError`) — ``np.clip`` passes NaN through, so a
+NaN would otherwise come out as a "released" point.  The second refusal depends
+on the noise alone, which is drawn independently of the data, so its probability
+is the same on neighbouring data sets and, given no refusal, the output is the
+mechanism's; the first can only follow a bug upstream (the certified solver
+never returns a non-finite point).
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ import numpy as np
 from scipy.special import gammaincinv
 
 from cvxdp._validation import positive_finite, positive_int, privacy_epsilon, probability
+from cvxdp.error import CertificationError, ParameterError
 from cvxdp.random import NoiseSource
 
 
@@ -69,15 +80,26 @@ class L2LaplaceMechanism:
         return self.dim * self.scale
 
     def sample(self, source: NoiseSource, n: int = 1) -> np.ndarray:
-        """``n`` noise vectors ``(n, d)``: Gamma(d, s) radii times uniform directions."""
-        radius = source.gamma(self.dim, self.scale, n)
-        return radius[:, None] * source.unit_vectors(n, self.dim)
+        """``n`` noise vectors ``(n, d)``: Gamma(d, s) radii times uniform directions.
+
+        Raises :class:`~cvxdp.error.ParameterError` if the source produced a non-finite sample
+        (a decision on the noise alone, independent of the data).
+        """
+        radius = np.asarray(source.gamma(self.dim, self.scale, n), dtype=float)
+        noise = radius[:, None] * source.unit_vectors(n, self.dim)
+        if not np.all(np.isfinite(noise)):
+            raise ParameterError("the noise source returned a non-finite sample; nothing was released. "
+                                 "Use random_state=None (the operating system's CSPRNG) or a NoiseSource "
+                                 "whose uniforms lie in the open interval (0, 1).")
+        return noise
 
     def perturb(self, point: np.ndarray, source: NoiseSource) -> np.ndarray:
         """``point + b`` for one draw ``b`` (no floating-point protection; see :meth:`release`)."""
         point = np.asarray(point, dtype=float)
         if point.shape != (self.dim,):
             raise ValueError(f"point must have shape ({self.dim},), got {point.shape}")
+        if not np.all(np.isfinite(point)):  # before any noise is drawn
+            raise CertificationError("the point to release is not finite; nothing was released.")
         return point + self.sample(source, 1)[0]
 
     @property
@@ -99,12 +121,14 @@ class L2LaplaceMechanism:
         step (projection onto ``W``) is post-processing.  The snap moves the
         point by at most ``√d Λ/2 ≤ √d s``, which the radii of Algorithm 2 account for.
         """
-        noisy = self.perturb(point, source)
+        lo, hi = np.asarray(box[0], dtype=float), np.asarray(box[1], dtype=float)
+        if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(lo <= hi)):
+            raise ParameterError("the release box must be finite with low <= high.")
+        noisy = self.perturb(point, source)  # refuses a non-finite point or noise
         if not snap:
             return noisy
         lam = self.snap_granularity
-        lo, hi = box
-        clamped = np.clip(noisy, np.asarray(lo) - lam, np.asarray(hi) + lam)
+        clamped = np.clip(noisy, lo - lam, hi + lam)
         return np.round(clamped / lam) * lam
 
 

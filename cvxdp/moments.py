@@ -13,15 +13,21 @@ of ``log A(z_i)`` over a public geometric grid and turns it into
   choose ``C`` and the radii.
 
 Privacy: replacing one example moves one count down and one up, so the
-histogram has ℓ1 sensitivity 2 and Laplace noise of scale ``2/ε_h`` makes it
-``ε_h``-DP; thresholding, renormalizing and everything derived from it are
+integer histogram has ℓ1 sensitivity 2, and discrete Laplace (two-sided
+geometric) noise ``P(Z = z) ∝ exp(−ε_h|z|/2)`` on each count makes it
+``ε_h``-DP: the noisy counts ``o`` have ``P(o | c)/P(o | c') =
+exp(ε_h(||o − c'||₁ − ||o − c||₁)/2) ≤ exp(ε_h)``.  The noise is sampled exactly
+(:meth:`~cvxdp.random.NoiseSource.discrete_laplace`, scale the exact rational
+``2/ε_h`` of the float ``ε_h``) from integers drawn from the CSPRNG: no float
+uniform, so no truncated tail and no event where pure DP fails.
+Thresholding, renormalizing and everything derived from it are
 post-processing.  The charge goes to every example in the ledger.
 
 Small samples: with ``J`` bins of width ``2^{1/b}`` the threshold
 ``(2/ε_h) log(2(J+2)/β)`` can exceed every count (a few hundred examples at
 ``ε_h = 0.1``).  The histogram is then *coarsened* — adjacent noisy counts summed
-in blocks of 2, 4, 8, … with a threshold valid for a sum of Laplace noises
-(:func:`sum_laplace_threshold`) — until the bins that survive hold at least half
+in blocks of 2, 4, 8, … with a threshold valid for a sum of discrete Laplace
+noises (:func:`sum_laplace_threshold`) — until the bins that survive hold at least half
 of the ``n`` examples (failing that, the level that saw the most is kept, with a
 :class:`~cvxdp.error.UtilityWarning` when its bins are wide).  Summing released
 noisy counts is post-processing: no extra privacy is spent; a coarser bin only
@@ -38,38 +44,128 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
 from cvxdp._validation import positive_finite, privacy_epsilon, probability
 from cvxdp.error import UncertifiableLossError, UtilityWarning
-from cvxdp.extension.certificates import support_upper
+from cvxdp.extension.certificates import EPS, has_exact_support, rounding_margin, support_rounding
+from cvxdp.geometry import Domain
 from cvxdp.ledger import PrivacyLedger
 from cvxdp.localization.profiles import empirical_bias_bound
 from cvxdp.loss import Examples
 from cvxdp.model import Model
 from cvxdp.random import NoiseSource
-from cvxdp.structure import GenericStructure
+from cvxdp.structure import GenericStructure, PiecewiseLinearStructure
 
 
 def lipschitz_constants(model: Model, examples: Examples) -> np.ndarray:
-    """``A(z_i) = sup_{w ∈ W} ||∂f(w, z_i)||`` (an upper bound) for every example.
+    """``A(z_i) ≥ sup_{w ∈ W} ||∂f(w, z_i)||`` for every example, each from its own example alone.
 
-    Generalized linear losses: ``||a_i|| · Lip(φ_i on the range of <a_i, w> + b_i over W)``;
-    piecewise-linear losses: ``max_j ||a_ij||``.  Generic losses have no such
-    closed form: pass ``G_k`` yourself.
+    * Generalized-linear examples (``examples.glm().is_glm``): ``||a_i|| · Lip(φ_i on
+      [lo_i, hi_i])`` with ``[lo_i, hi_i] ⊇ {<a_i, w> + b_i : w ∈ W}`` (the support
+      function of ``W`` at ``±a_i``, widened by its rounding), so a kink of ``φ_i``
+      outside the range — a steep piece that is never active on ``W`` — costs nothing.
+    * Other piecewise-linear examples: ``max ||a_ij||`` over the pieces ``j`` that are
+      not *provably inactive* on ``W``.  Piece ``j`` is dropped when some piece ``k``
+      exceeds it on all of ``W``: ``σ_W(a_ij − a_ik) + b_ij − b_ik < 0``, tested with the
+      rounding of every term charged (so the test is safe in floating point; NaN keeps
+      the piece).  On ``W`` the subdifferential is the hull of the active pieces' slopes,
+      so this is still an upper bound.
+
+    Privacy: the private tail histogram's sensitivity (one count down, one up) needs
+    each ``A(z_i)`` — to the last bit, since it is binned — to depend on example ``i``
+    and public inputs (``W``, the loss) only.  Every decision above is taken per
+    example, and every array operation runs on all rows at positions fixed by ``m``
+    (never on a data-dependent subset, whose float kernels could round a row
+    differently), with ``σ_W`` in closed form (balls, lenses, boxes, simplices,
+    ellipsoids) or, for other sets, bounded by ``W``'s bounding ball — a batched
+    support LP would couple the rows through the solver's shared iterations.
+    Generic losses have no such closed form: pass ``G_k`` yourself.
     """
-    if isinstance(model.loss.structure, GenericStructure):
+    st = model.loss.structure
+    if isinstance(st, GenericStructure):
         raise UncertifiableLossError("per-example Lipschitz constants are only available for "
                                      "piecewise-linear and generalized-linear losses; pass G_k.")
+    W = model.domain
+    out = None
+    if isinstance(st, PiecewiseLinearStructure):
+        A, b = examples.pieces()
+        out = _active_piece_bound(W, A, b)
     glm = examples.glm()
     if glm is not None:
         a, b, link = glm
-        hi = b + support_upper(model.domain, a)
-        lo = b - support_upper(model.domain, -a)
-        return np.linalg.norm(a, axis=1) * link.lipschitz_on(lo, hi)
-    A, _ = examples.pieces()
-    return np.linalg.norm(A, axis=2).max(axis=1)
+        a_norm = np.linalg.norm(a, axis=1)
+        s_hi, e_hi = _support_bound(W, a)
+        s_lo, e_lo = _support_bound(W, -a)
+        with np.errstate(invalid="ignore", over="ignore"):
+            hi = b + s_hi
+            lo = b - s_lo
+            hi = hi + e_hi + rounding_margin(b, s_hi)
+            lo = lo - e_lo - rounding_margin(b, s_lo)
+            lip = a_norm * link.lipschitz_on(lo, hi)
+        out = lip if out is None else np.where(glm.is_glm, lip, out)
+    return out
+
+
+def _support_bound(domain: Domain, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(s, e)`` per row of ``v`` with ``σ_W(v) ≤ s + e`` in exact arithmetic; each row from itself.
+
+    Closed-form support functions where ``W`` has one; otherwise the bounding ball
+    ``B(c, r) ⊇ W`` (``σ ≤ <c, v> + r||v||``, evaluated row by row).  ``e`` charges the
+    rounding of ``v`` (relative ``ε``) and of the formula, ``(d + 64) ε (||c|| + r) ||v||``.
+    """
+    d = v.shape[-1]
+    vn = np.linalg.norm(v, axis=-1)
+    if has_exact_support(domain):
+        with np.errstate(invalid="ignore", over="ignore"):
+            return domain.support(v), support_rounding(domain, d, 2.0 * vn)
+    c, r = domain.bounding_ball()
+    reach = float(np.linalg.norm(c)) + float(r)
+    with np.errstate(invalid="ignore", over="ignore"):
+        s = np.einsum("...d,d->...", v, np.asarray(c, float)) + r * vn
+        return s, (d + 64.0) * EPS * reach * 2.0 * vn
+
+
+def _active_piece_bound(domain: Domain, A: np.ndarray, b: np.ndarray, candidates: int = 8) -> np.ndarray:
+    """``max ||a_ij||`` over the pieces of each example not provably dominated on ``W`` by another.
+
+    Each piece is tested against the ``candidates`` pieces of its example that are largest at
+    ``W``'s interior point (all pieces when there are that few) — a choice made from the
+    example's own pieces; testing fewer pairs only keeps more pieces, so the bound stays valid
+    and costs ``O(M · candidates)`` instead of ``O(M²)`` per example.  Examples are processed in
+    chunks whose bounds depend on ``m``, ``M`` and ``d`` only, so every example's directions sit
+    at positions fixed by public sizes.
+    """
+    m, M, d = A.shape
+    norms = np.linalg.norm(A, axis=2)
+    if M == 1:
+        return norms[:, 0]
+    K = min(M, candidates)
+    center = np.asarray(domain.interior_point(), float)
+    out = np.empty(m)
+    step = max(1, (1 << 21) // (M * K * max(d, 1)))
+    for start in range(0, m, step):
+        sl = slice(start, min(m, start + step))
+        Ac, bc = A[sl], b[sl]
+        with np.errstate(invalid="ignore", over="ignore"):
+            if K < M:  # the likeliest dominators: the largest pieces at the centre (NaN sorts last)
+                top = np.argsort(-(np.einsum("mjd,d->mj", Ac, center) + bc), axis=1, kind="stable")[:, :K]
+                Ak, bk = np.take_along_axis(Ac, top[:, :, None], axis=1), np.take_along_axis(bc, top, axis=1)
+            else:
+                Ak, bk = Ac, bc
+            # pair (j, k): piece j of the example against its candidate k (j = k gives gap 0: kept)
+            V = Ac[:, :, None, :] - Ak[:, None, :, :]
+            s, e = _support_bound(domain, V)
+            bj, bkk = bc[:, :, None], bk[:, None, :]
+            gap = s + (bj - bkk)
+            margin = e + rounding_margin(s, bj, bkk)
+            dominated = (gap + margin < 0.0).any(axis=2)  # NaN compares false: the piece is kept
+        keep = ~dominated
+        keep[~keep.any(axis=1)] = True  # impossible with valid margins; never drop every piece
+        out[sl] = np.where(keep, norms[sl], -np.inf).max(axis=1)
+    return out
 
 
 @dataclass
@@ -155,14 +251,20 @@ class CombinedTail:
 
 
 def sum_laplace_threshold(scale: float, terms: int, beta: float) -> float:
-    """``t`` with ``P(S ≥ t) ≤ β`` for ``S`` a sum of ``terms`` i.i.d. Laplace(``scale``) variables.
+    """``t`` with ``P(S ≥ t) ≤ β`` for ``S`` a sum of ``terms`` i.i.d. discrete Laplace(``scale``) variables.
 
-    One term: the exact tail ``½ e^{−t/s}``; ``t = s log(1/β)`` (a factor 2 to
-    spare).  ``b`` terms: Chernoff with the Laplace moment generating function
-    ``E e^{θS} = (1 − s²θ²)^{−b}``, ``P(S ≥ t) ≤ min_θ (1 − s²θ²)^{−b} e^{−θt}``;
+    Valid for the discrete law ``P(Z = z) ∝ e^{−|z|/s}`` on the integers (the noise
+    of the histogram) and for the continuous Laplace law alike.  One term: the
+    discrete tail is ``P(Z ≥ t) = q^{⌈t⌉}/(1 + q) ≤ e^{−t/s}`` with ``q = e^{−1/s}``
+    (continuous: ``½ e^{−t/s}``), so ``t = s log(1/β)``.  ``b`` terms: Chernoff,
+    ``P(S ≥ t) ≤ E e^{θS} e^{−θt}`` for ``0 ≤ θ < 1/s``.  The discrete moment
+    generating function is ``E e^{θZ} = (1 − q)²/((1 − qe^θ)(1 − qe^{−θ})) =
+    1/(1 − sinh²(θ/2)/sinh²(1/(2s)))``, and ``sinh(x)/x`` increases, so
+    ``sinh(θ/2)/sinh(1/(2s)) ≤ sθ``: it is at most the continuous one,
+    ``(1 − s²θ²)^{−1}``.  Hence ``P(S ≥ t) ≤ min_θ (1 − s²θ²)^{−b} e^{−θt}``;
     the minimizing ``θ = (√(b²s² + t²) − bs)/(ts)`` solves
     ``2bs²θ/(1 − s²θ²) = t``, and ``t`` is found by bisection (the bound
-    decreases in ``t``).
+    decreases in ``t``; the bracket's upper end is the bound at ``θ = 1/(√2 s)``).
     """
     L = math.log(1.0 / beta)
     if terms <= 1:
@@ -183,11 +285,6 @@ def sum_laplace_threshold(scale: float, terms: int, beta: float) -> float:
     return hi
 
 
-def _laplace(source: NoiseSource, scale: float, size: int) -> np.ndarray:
-    u = source.uniform(size) - 0.5
-    return -scale * np.sign(u) * np.log1p(-2.0 * np.abs(u))
-
-
 def private_tail_profile(model: Model, examples: Examples, *, epsilon: float, ledger: PrivacyLedger,
                          source: NoiseSource, low: float = 1e-4, high: float = 1e8,
                          bins_per_octave: int = 2, beta: float = 0.1,
@@ -206,18 +303,22 @@ def private_tail_profile(model: Model, examples: Examples, *, epsilon: float, le
     n = examples.m
     J = math.ceil(math.log2(high / low) * bins_per_octave)
     edges = low * 2.0 ** (np.arange(J + 1) / bins_per_octave)
-    counts = np.bincount(np.searchsorted(edges, A, side="left"), minlength=J + 2).astype(float)
+    counts = np.bincount(np.searchsorted(edges, A, side="left"), minlength=J + 2)
     idx = np.arange(n) if indices is None else np.asarray(indices)
     ledger.charge(eps, idx, mechanism="private tail histogram", batch="all", sensitivity=2.0,
                   noise_scale=2.0 / eps, note=f"{J + 2} bins on [{low:.3g}, {high:.3g}]")
-    noisy = counts + _laplace(source, 2.0 / eps, counts.size)
+    # exact integer noise on integer counts (ℓ1 sensitivity 2, scale the exact rational 2/ε)
+    noise = source.discrete_laplace(Fraction(2) / Fraction(eps), counts.size)
+    noisy = np.array([float(int(c) + int(z)) for c, z in zip(counts, noise, strict=True)])
     # everything below is post-processing of the released noisy counts.  Level j (blocks of 2^j fine
-    # bins) gets failure probability β/2^{j+1} split over its bins, so all levels together stay under β.
+    # bins) gets failure probability β/2^{j+1} split over its bins, so all levels together stay under β;
+    # the thresholds use the noise scale rounded up (the float 2/ε may sit half an ulp below 2/ε).
+    noise_scale = math.nextafter(2.0 / eps, math.inf)
     levels = []
     block, level_beta = 1, beta / 2.0
     while True:
         merged = np.add.reduceat(noisy, np.arange(0, noisy.size, block))
-        threshold = sum_laplace_threshold(2.0 / eps, block, level_beta / merged.size)
+        threshold = sum_laplace_threshold(noise_scale, block, level_beta / merged.size)
         kept = np.where(merged >= threshold, merged, 0.0)
         levels.append((kept, block, threshold))
         if kept.sum() >= 0.5 * n or block >= noisy.size:

@@ -29,10 +29,11 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from cvxdp._validation import MOMENT_MAX, at_least, positive_finite, privacy_epsilon, probability
+from cvxdp.accountant import BudgetAccountant
 from cvxdp.erm.solver import ERMSettings
 from cvxdp.error import ParameterError, UncertifiableLossError
 from cvxdp.extension import LipschitzExtension
-from cvxdp.ledger import PrivacyLedger
+from cvxdp.ledger import PrivacyLedger, budget_remainder
 from cvxdp.localization import (
     LocalizationStep,
     Profile,
@@ -56,6 +57,11 @@ ALGORITHMS = ("population", "recursive", "output-perturbation")
 class PrivateResult:
     """The outcome of a private solve.
 
+    What the privacy guarantee covers is ``w``; every other attribute is a public input, a function
+    of public inputs, or a function of earlier ε-DP releases (the centers of earlier rounds, and ``C``
+    and ``moment_bound`` when they come from the private tail histogram) — unless ``solve`` was asked
+    for ``diagnostics=True``, which adds the data-dependent figures described below.
+
     Attributes
     ----------
     w:
@@ -66,10 +72,17 @@ class PrivateResult:
         total is at most the requested ``ε``.
     steps:
         One record per Algorithm 2 call: public constants (``C``, ``λ``, ``α``,
-        sensitivity, noise scale, radii) and the ERM certificate.
-    diagnostics:
-        Data-dependent figures (certified gaps, timings).  They are *not*
-        covered by the privacy guarantee: do not publish them.
+        sensitivity, noise scale, radii) and the released center.  Its
+        ``certificate`` (the certified gap, its bounds, the solver path, seconds —
+        data-dependent) is kept only with ``diagnostics=True`` and is ``None``
+        otherwise.
+    diagnostics_enabled:
+        Whether ``solve(..., diagnostics=True)`` was asked for (a public choice).
+    certificates, timings, diagnostics:
+        Data-dependent figures (certified gaps, solver methods, wall-clock times), available only
+        with ``diagnostics=True``; otherwise reading them raises
+        :class:`~cvxdp.error.ParameterError` (nothing data-dependent was kept to read).  They are
+        *not* covered by the privacy guarantee: do not publish them.
     """
 
     w: np.ndarray
@@ -79,16 +92,26 @@ class PrivateResult:
     algorithm: str
     profile: str
     schedule: PhaseSchedule | None
-    timings: dict[str, float] = field(default_factory=dict)
     moment_bound: float = float("nan")
+    diagnostics_enabled: bool = False
+    _timings: dict[str, float] | None = field(default=None, repr=False)
 
     @property
     def epsilon_spent(self) -> float:
         return self.ledger.spent
 
+    def _require_diagnostics(self, name: str) -> None:
+        if not self.diagnostics_enabled:
+            raise ParameterError(
+                f"result.{name} is a diagnostic and was not kept: pass diagnostics=True to "
+                "PrivateProblem.solve (or to the estimator) to keep certificates and timings. They "
+                "depend on the data and are not covered by the privacy guarantee; do not publish them."
+            )
+
     @property
     def certificates(self) -> list[dict]:
-        """Per ERM call: required ``α``, certified gap, sensitivity, noise scale (diagnostics)."""
+        """Per ERM call: required ``α``, certified gap, sensitivity, noise scale (diagnostics only)."""
+        self._require_diagnostics("certificates")
         return [{
             "phase": s.phase, "group": s.group, "round": s.round, "m": s.m, "C": s.plan.C,
             "lambda": s.lam, "epsilon": s.epsilon, "alpha": s.plan.alpha,
@@ -98,10 +121,19 @@ class PrivateResult:
         } for s in self.steps]
 
     @property
+    def timings(self) -> dict[str, float]:
+        """Wall-clock seconds per stage (diagnostics only: solve times depend on the data)."""
+        self._require_diagnostics("timings")
+        return dict(self._timings or {})
+
+    @property
     def diagnostics(self) -> dict:
-        return {"certificates": self.certificates, "timings": dict(self.timings)}
+        """``{"certificates": ..., "timings": ...}`` (diagnostics only; not private)."""
+        self._require_diagnostics("diagnostics")
+        return {"certificates": self.certificates, "timings": self.timings}
 
     def summary(self) -> str:
+        """The algorithm, the ε spent, the number of releases and ``w``: public or private figures only."""
         lines = [f"private model ({self.algorithm}, profile {self.profile}): "
                  f"ε spent {self.ledger.spent:.4g} of {self.epsilon:.4g}, "
                  f"{len(self.steps)} releases",
@@ -124,7 +156,8 @@ class PrivateProblem:
               tail_range: tuple[float, float] | None = None,
               lambda_scale: float | None = None, lambda_growth: float | None = None,
               max_phases: int | None = None, lam: float | None = None,
-              boosting_groups: int | None = None, progress: bool = False) -> PrivateResult:
+              boosting_groups: int | None = None, progress: bool = False,
+              diagnostics: bool = False, accountant: BudgetAccountant | None = None) -> PrivateResult:
         """Fit an ε-DP model.
 
         Parameters
@@ -175,8 +208,30 @@ class PrivateProblem:
             ``J`` of Algorithm 1's majority vote (default: the profile's).
         progress:
             Show a progress bar over Algorithm 1's phases.
+        diagnostics:
+            ``True`` keeps data-dependent figures on the result — each step's ERM certificate (certified
+            gap, bounds, solver path, seconds), ``result.certificates``, ``result.timings`` — for
+            debugging and research.  They are **not private**: do not publish them.  ``False``
+            (default) stores none of them (``step.certificate`` is ``None``) and reading them raises
+            :class:`~cvxdp.error.ParameterError`; the released point and its distribution are the same
+            either way.
+        accountant:
+            A :class:`~cvxdp.accountant.BudgetAccountant` shared by several calls on the same data.
+            This call charges it the whole ``epsilon`` after validating its arguments and *before*
+            reading the data or drawing any noise; if the charge would exceed the accountant's total
+            (exact arithmetic) the call raises :class:`~cvxdp.error.PrivacyBudgetError`, touches no
+            data and spends nothing — a decision that depends on public budgets only.  A call that
+            fails later (e.g. on invalid data) keeps its charge.  To spend one budget ``ε`` over
+            several fits of the same data (sequential composition: all their outputs together are
+            ``ε``-DP), pass one accountant to every call, e.g.
+            ``acc = BudgetAccountant(1.0)`` and ``epsilon=acc.split(4)`` for four equal fits, or
+            ``GridSearchCV(PrivateLADRegressor(accountant=acc), {"epsilon": [...]}, n_jobs=1,
+            error_score="raise")`` with ``acc`` sized for every fit of the search (grid × folds,
+            plus the refit).  ``None`` (default): only this call's own ledger, which caps this call.
         """
         t0 = time.perf_counter()
+        if not isinstance(diagnostics, bool):
+            raise ParameterError(f"diagnostics must be True or False, got {type(diagnostics).__name__}.")
         eps = privacy_epsilon(epsilon)
         k = at_least("moment_k", moment_k, 2.0)
         if k > MOMENT_MAX:
@@ -238,6 +293,13 @@ class PrivateProblem:
                                             or not isinstance(boosting_groups, int)
                                             or boosting_groups < 1):
             raise ParameterError("boosting_groups must be a positive integer.")
+        if accountant is not None:
+            if not isinstance(accountant, BudgetAccountant):
+                raise ParameterError(f"accountant must be a cvxdp.BudgetAccountant or None, got "
+                                     f"{type(accountant).__name__}.")
+            noise_source(random_state, warn=False)  # a bad random_state is refused before the charge
+            # sequential composition across calls: the whole ε, before any data is read or noise drawn
+            accountant.spend(eps, label=f"PrivateProblem.solve(algorithm={algorithm!r})")
         examples = self.model.bind(data)
         n, d, D = examples.m, self.model.dim, self.model.diameter
         if n < max(10, 2 * d):
@@ -259,7 +321,7 @@ class PrivateProblem:
                 grid = {"low": 1e-6, "high": 1e10} if auto else {"low": 1e-4 * G_k, "high": 1e4 * G_k}
             tail = private_tail_profile(self.model, examples, epsilon=eps_tail, ledger=ledger,
                                         source=source, **grid)
-            eps_fit = eps - eps_tail
+            eps_fit = budget_remainder(eps, eps_tail)  # rounded down: eps_tail + eps_fit ≤ eps exactly
             if auto:
                 G_k = tail.moment(k)
                 G_2 = min(G_2, G_k) if G_2 is not None else tail.moment(2.0)
@@ -312,9 +374,12 @@ class PrivateProblem:
             w, steps = res.center, res.steps
         timings["fit"] = time.perf_counter() - t1
         ledger.verify()
+        if not diagnostics:  # keep only public constants and released centers on the result
+            steps = [replace(s, certificate=None) for s in steps]
         return PrivateResult(w=np.asarray(w, float), ledger=ledger, steps=steps, epsilon=eps,
-                             algorithm=algorithm, profile=prof.name, schedule=schedule, timings=timings,
-                             moment_bound=float(G_k))
+                             algorithm=algorithm, profile=prof.name, schedule=schedule,
+                             moment_bound=float(G_k), diagnostics_enabled=diagnostics,
+                             _timings=timings if diagnostics else None)
 
 
 def choose_single_lambda(n: int, d: int, epsilon: float, k: float, G_k: float, G_2: float, D: float,

@@ -191,7 +191,12 @@ def affine_coefficients(exprs: tuple[cp.Expression, ...], w: cp.Variable,
     refining it only, never the whole batch — at ``t = 2^26, 2^52, 2^104, 2^208``
     (powers of two: the scaling is exact), keeping the finite estimate with the
     smallest bound.  Each example's steps depend on its own data only, so its
-    recovered ``(a, b)`` does too (the sensitivity arguments rely on that).  A
+    recovered ``(a, b)`` does too (the sensitivity arguments rely on that) — to the
+    last bit: the batched evaluations go through :mod:`cvxdp.evaluation`, whose
+    contractions are ``np.einsum`` loops that reduce each row on its own, so a row's
+    rounding does not depend on which other rows share its batch (a BLAS
+    matrix-vector product, by contrast, rounds a row differently by its position;
+    ``tests/test_per_example.py`` checks this on refining neighbours).  A
     step that overflows is skipped, and a slope the expression's own
     intermediate sums round away at every finite step stays rounded.  The
     expressions are exactly affine, so every ``t`` estimates the same

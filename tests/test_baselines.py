@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import cvxpy as cp
 import numpy as np
 import pytest
@@ -140,3 +142,97 @@ def test_objective_perturbation_refuses_an_inexact_minimizer(monkeypatch):
     monkeypatch.setattr(cp.Problem, "solve", inaccurate)
     with pytest.raises(CertificationError, match="status"):
         objective_perturbation(model, data, epsilon=1.0, random_state=0, **rule)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Fail closed (issue 10, deliverable 4): no baseline releases a NaN certificate, point or noise sample.
+
+class _RadiusSource(cvxdp.random.SeededRandom):
+    """A seeded source whose ℓ2-Laplace radii are replaced by ``radius`` (a broken noise source)."""
+
+    def __init__(self, seed, radius):
+        super().__init__(seed)
+        self.radius = radius
+
+    def gamma(self, shape, scale, size):
+        return np.full(size, self.radius)
+
+
+def test_clipped_output_perturbation_fails_closed(monkeypatch):
+    from cvxdp.error import CertificationError, ParameterError
+
+    task, model = _lad(n=300, d=2)
+    data = {"x": task.X_train, "y": task.y_train}
+    for radius in (np.nan, np.inf):
+        with pytest.raises(ParameterError, match="non-finite sample"):
+            clipped_output_perturbation(model, data, epsilon=1.0, C=2.0, lam=0.5,
+                                        random_state=_RadiusSource(0, radius))
+
+    def nan_bound(problem, cuts):
+        return np.nan, np.full(len(cuts), 1.0 / len(cuts))
+
+    monkeypatch.setattr("cvxdp.erm.solver.bundle_lower_bound", nan_bound)
+    monkeypatch.setattr("cvxdp.erm.cutting_plane.bundle_lower_bound", nan_bound)
+    with pytest.raises(CertificationError, match="nothing was released"):
+        clipped_output_perturbation(model, data, epsilon=1.0, C=2.0, lam=0.5, random_state=0,
+                                    erm=cvxdp.erm.ERMSettings(cutting_plane_iterations=20))
+
+
+def test_noisy_gd_maps_a_non_finite_gradient_to_zero_and_refuses_nan_noise(monkeypatch):
+    """A NaN per-example gradient is clipped to 0 by a per-example map (so the run equals the run with
+    that gradient zeroed, bit for bit), never averaged into a NaN release; NaN noise is refused."""
+    gd_module = importlib.import_module("cvxdp.baselines.noisy_gd")  # the package re-exports the function
+    from cvxdp.error import ParameterError
+
+    task, model = _lad(n=200, d=2)
+    data = {"x": task.X_train, "y": task.y_train}
+    real = gd_module.loss_subgradients
+
+    def with_row0(value):
+        def patched(examples, Y):
+            g = np.array(real(examples, Y), dtype=float)
+            g[0] = value
+            return g
+        return patched
+
+    monkeypatch.setattr(gd_module, "loss_subgradients", with_row0(np.nan))
+    r_nan = noisy_clipped_gd(model, data, epsilon=1.0, C=2.0, steps=4, random_state=3)
+    monkeypatch.setattr(gd_module, "loss_subgradients", with_row0(0.0))
+    r_zero = noisy_clipped_gd(model, data, epsilon=1.0, C=2.0, steps=4, random_state=3)
+    assert np.all(np.isfinite(r_nan.w)) and np.array_equal(r_nan.w, r_zero.w)
+    monkeypatch.setattr(gd_module, "loss_subgradients", real)
+    with pytest.raises(ParameterError, match="non-finite sample"):
+        noisy_clipped_gd(model, data, epsilon=1.0, C=2.0, steps=4, random_state=_RadiusSource(0, np.nan))
+    # the clipping map: norms at most C, directions kept, no overflow to a zero row near the float range
+    from cvxdp.baselines.noisy_gd import clip_rows
+
+    g = np.array([[3.0, 4.0], [0.3, 0.4], [1e200, 1e200], [np.inf, 0.0], [np.nan, 1.0], [0.0, 0.0]])
+    c = clip_rows(g, 2.0)
+    assert np.allclose(np.linalg.norm(c, axis=1), [2.0, 0.5, 2.0, 0.0, 0.0, 0.0], rtol=1e-15)
+    assert np.allclose(c[0], [1.2, 1.6]) and np.allclose(c[2], [np.sqrt(2.0), np.sqrt(2.0)])
+
+
+def test_objective_perturbation_fails_closed(monkeypatch):
+    from cvxdp.error import CertificationError, ParameterError
+
+    op_module = importlib.import_module("cvxdp.baselines.objective_perturbation")
+
+    task = student_t_lad(n=300, d=2, nu=5.0, seed=1)
+    w = cp.Variable(2)
+    model = cvxdp.Model(cvxdp.losses.huber(w, 1.0), [cp.norm(w, 2) <= task.radius])
+    data = {"x": task.X_train, "y": task.y_train}
+    rule = objective_perturbation_rule(300, 2, 1.0, model.diameter, task.G(2.0))
+    with pytest.raises(ParameterError, match="non-finite sample"):
+        objective_perturbation(model, data, epsilon=1.0, random_state=_RadiusSource(0, np.nan), **rule)
+    # a NaN minimizer whose (injected) residual looks perfect is refused, not projected into W
+    monkeypatch.setattr(op_module, "_polish", lambda w, *a, **k: (np.full_like(w, np.nan), 0.0))
+    with pytest.raises(CertificationError, match="nothing was released"):
+        objective_perturbation(model, data, epsilon=1.0, random_state=0, **rule)
+    monkeypatch.setattr(op_module, "_polish", lambda w, *a, **k: (w, np.nan))
+    with pytest.raises(CertificationError, match="nothing was released"):
+        objective_perturbation(model, data, epsilon=1.0, random_state=0, **rule)
+
+
+def test_best_in_hindsight_never_picks_a_nan_risk():
+    grid = [({"C": 1.0}, np.nan), ({"C": 2.0}, 0.3), ({"C": 4.0}, 0.2)]
+    assert best_in_hindsight(grid) == ({"C": 4.0}, 0.2)

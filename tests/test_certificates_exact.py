@@ -103,7 +103,9 @@ def test_lower_bound_survives_cancellation_in_the_support_function(loss, closed_
     assert all(_support_cancellation(seed, loss, closed_form) <= 0 for seed in range(3))
     if closed_form and loss == "absolute":
         monkeypatch.setattr(reduced, "support_rounding", lambda region, d, v: 0.0)
-        assert any(_support_cancellation(seed, loss, closed_form) > 0 for seed in range(3)), \
+        # whether an uncharged rounding shows depends on the last bits of the BLAS in use: search a few
+        # dozen instances (two of the first 30 expose it with numpy 2.4 / OpenBLAS here)
+        assert any(_support_cancellation(seed, loss, closed_form) > 0 for seed in range(60)), \
             "the instance no longer exposes an uncharged support function"
 
 

@@ -12,7 +12,8 @@ def test_demo_small(capsys):
     assert main(["demo", "--n", "3000", "--d", "4", "--no-progress", "--noise-seed", "0"]) == 0
     out = capsys.readouterr().out
     for needle in ("private (ε-DP)", "non-private ERM", "privacy ledger: spent ε = 1 of 1",
-                   "certificates of the private steps", "excess test loss"):
+                   "certificates of the private steps", "excess test loss",
+                   "the non-private fit and the fit times are diagnostics, NOT private"):
         assert needle in out
 
 
@@ -32,3 +33,12 @@ def test_module_entry_point():
     proc = subprocess.run([sys.executable, "-m", "cvxdp", "--help"], capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0 and "demo" in proc.stdout
+
+
+def test_demo_without_diagnostics_prints_only_what_is_private(capsys):
+    assert main(["demo", "--n", "2000", "--d", "3", "--no-progress", "--noise-seed", "1",
+                 "--no-diagnostics"]) == 0
+    out = capsys.readouterr().out
+    assert "private (ε-DP)" in out and "privacy ledger: spent ε = 1 of 1" in out
+    for absent in ("certificates", "gap", "non-private ERM", "fit time", "diagnostics"):
+        assert absent not in out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import cvxpy as cp
 import numpy as np
 import pytest
@@ -19,9 +21,10 @@ from cvxdp.erm import (
     solve_certified,
 )
 from cvxdp.erm import joint as joint_module
-from cvxdp.erm.problem import evaluate_upper
+from cvxdp.erm.problem import Cut, distance_lower_bound, evaluate_upper, model_minimum
 from cvxdp.error import CertificationError
-from cvxdp.geometry import localize
+from cvxdp.extension import LipschitzExtension
+from cvxdp.geometry import Ball, Box, Ellipsoid, Intersection, LocalizedDomain, Simplex, localize
 
 
 def _problem(rng, loss="hinge", m=80, d=3, C=1.2, lam=0.1, region="lens", domain="ball"):
@@ -165,3 +168,163 @@ def test_cutting_plane_mode_within_its_a_priori_bound(rng):
 def test_conic_settings_tightened():
     s = ConicSettings(tol=1e-8).tightened(100)
     assert s.tol == pytest.approx(1e-10) and s.max_iter == 400
+
+
+# ---------------------------------------------------------------------------------------------------
+# Fail closed: NaN and vacuous (−∞) bounds never lead to a release (issue 10, deliverable 4)
+
+
+def _nan_bounds(monkeypatch, *modules):
+    """Every bundle lower bound seen by ``modules`` is NaN (the 0·(−∞) fault of a vacuous cut)."""
+    def nan_bound(problem, cuts):
+        return math.nan, np.full(len(cuts), 1.0 / len(cuts))
+
+    for mod in modules:
+        monkeypatch.setattr(f"cvxdp.erm.{mod}.bundle_lower_bound", nan_bound)
+
+
+def test_model_minimum_and_distance_bound_fail_closed(rng):
+    problem, _ = _problem(rng, m=20)
+    g = np.full(problem.dim, 0.3)
+    assert math.isfinite(model_minimum(problem, g, 0.5))
+    for beta in (-math.inf, math.inf, math.nan):
+        assert model_minimum(problem, g, beta) == -math.inf
+    bad = g.copy()
+    bad[0] = math.nan
+    assert model_minimum(problem, bad, 0.5) == -math.inf
+    # a NaN query point gives the vacuous distance 0, never NaN, on every kind of region
+    d, c = problem.dim, np.zeros(problem.dim)
+    ball = Ball(c, 1.0)
+    regions = (problem.region, ball, Box(-np.ones(d), np.ones(d)), Ellipsoid(c, np.diag([1.0, 2.0, 3.0])),
+               Simplex(d), LocalizedDomain(Box(-np.ones(d), np.ones(d)), c, 0.5), Intersection([ball, ball]))
+    for region in regions:
+        assert distance_lower_bound(region, np.array([math.nan, 1.0, 2.0])) == 0.0, region
+        far = distance_lower_bound(region, np.full(d, 5.0))
+        assert far > 0.0 and math.isfinite(far)
+
+
+def test_bundle_lower_bound_drops_vacuous_cuts(rng):
+    """A cut with β = −∞ (an oracle that could not certify a minorant) gets θ_j = 0, and 0·(−∞) = NaN
+    must not reach the bound: it equals the bound of the usable cuts alone, and is never NaN."""
+    problem, data = _problem(rng, m=40)
+    ref = reference_minimum(problem, data)
+    good = [evaluate_upper(problem, problem.region.make_feasible(rng.normal(size=problem.dim)), 1e-12)[1]
+            for _ in range(3)]
+    vacuous = Cut(g=np.zeros(problem.dim), beta=-math.inf)
+    nan_cut = Cut(g=np.full(problem.dim, math.nan), beta=0.0)
+    alone, _ = bundle_lower_bound(problem, good)
+    mixed, theta = bundle_lower_bound(problem, [vacuous, *good[:2], nan_cut, good[2]])
+    assert math.isfinite(mixed) and mixed <= ref + 1e-9
+    assert mixed == pytest.approx(alone, abs=1e-9)
+    assert theta[0] == 0.0 and theta[3] == 0.0 and np.isclose(theta.sum(), 1.0)
+    one, theta1 = bundle_lower_bound(problem, [vacuous, good[0]])
+    assert one == model_minimum(problem, good[0].g, good[0].beta) and list(theta1) == [0.0, 1.0]
+    nothing, theta0 = bundle_lower_bound(problem, [vacuous, vacuous])
+    assert nothing == -math.inf and not theta0.any()
+
+
+def test_log_sum_exp_loss_with_a_vacuous_joint_cut_is_certified_not_nan():
+    """The generic (conic-dual) path: with a cp.log_sum_exp loss the joint program's repaired dual
+    fails for a few examples, its cut is vacuous (β = −∞) and gets weight 0 next to the oracle's cut.
+    The old bundle returned 0·(−∞) = NaN, the NaN gap passed ``gap > α`` and the point was released
+    uncertified; now the bound comes from the usable cut and holds against a CVXPY reference."""
+    from cvxdp.erm.joint import solve_joint
+
+    rng = np.random.default_rng(2)
+    d, m = 3, 30
+    w = cp.Variable(d)
+    x = cp.Parameter(d, name="x")
+    model = cvxdp.Model(cvxdp.Loss(cp.log_sum_exp(cp.hstack([x @ w, 2 * w[0], 0])), w, data=[x]),
+                        [cp.norm(w, 1) <= 1.5])
+    X = 10.0 * rng.standard_t(3, size=(m, d))
+    problem = RegularizedERM(model, model.bind({"x": X}), model.domain, C=1.0, lam=0.3, w0=np.zeros(d))
+    alpha = 1e-6
+    sol = solve_joint(problem, ERMSettings().conic)
+    assert sol.cut.beta == -math.inf, "the scenario needs a vacuous joint cut (solver behaviour changed?)"
+    _, oracle_cut = evaluate_upper(problem, sol.w, 0.02 * alpha)
+    lower, theta = bundle_lower_bound(problem, [sol.cut, oracle_cut])
+    assert math.isfinite(lower) and theta[0] == 0.0
+    w_hat, cert = solve_certified(problem, alpha)
+    assert math.isfinite(cert.lower) and math.isfinite(cert.gap) and cert.gap <= alpha
+    # reference: Lemma 2.6's joint program in CVXPY
+    W, Y = cp.Variable(d), cp.Variable((m, d))
+    terms = [cp.log_sum_exp(cp.hstack([X[i] @ Y[i], 2 * Y[i, 0], 0])) + cp.norm(W - Y[i]) for i in range(m)]
+    cons = [cp.norm(W, 1) <= 1.5] + [cp.norm(Y[i], 1) <= 1.5 for i in range(m)]
+    ref = cp.Problem(cp.Minimize(sum(terms) / m + 0.15 * cp.sum_squares(W)), cons)
+    ref.solve(solver=cp.CLARABEL, tol_gap_abs=1e-11, tol_gap_rel=1e-11, tol_feas=1e-11)
+    assert cert.lower <= ref.value + 1e-8
+    assert evaluate_upper(problem, w_hat, 1e-9)[0] - ref.value <= alpha + 1e-8
+
+
+def test_conic_path_nan_bound_refines_or_refuses(rng, monkeypatch):
+    """NaN lower bounds on the conic ladder: never released; the cutting-plane refinement (whose own
+    bounds are sound here) certifies, and without refinement nothing is released."""
+    problem, data = _problem(rng, loss="absolute", m=30, d=2)
+    ref = reference_minimum(problem, data)
+    alpha = 1e-6
+    _nan_bounds(monkeypatch, "solver")
+    with pytest.raises(CertificationError, match="nothing was released"):
+        solve_certified(problem, alpha, ERMSettings(refine=False))
+    w, cert = solve_certified(problem, alpha)
+    assert "cutting-plane" in cert.method and math.isfinite(cert.gap) and cert.gap <= alpha
+    assert evaluate_upper(problem, w, 1e-12)[0] - ref <= alpha + 1e-9
+    _nan_bounds(monkeypatch, "cutting_plane")
+    with pytest.raises(CertificationError, match="nothing was released"):
+        solve_certified(problem, alpha, ERMSettings(cutting_plane_iterations=30))
+
+
+def test_cutting_plane_path_nan_upper_bounds_are_refused(rng, monkeypatch):
+    """An oracle whose certified upper bounds come back NaN: the cutting-plane method never finds a
+    "best" center, its fallback point has a NaN gap, and that gap must refuse, not release."""
+    problem, _ = _problem(rng, loss="absolute", m=20, d=2)
+    real = LipschitzExtension.evaluate
+
+    def nan_upper(self, *args, **kwargs):
+        ev = real(self, *args, **kwargs)
+        ev.upper = ev.upper.copy()
+        ev.upper[0] = math.nan
+        return ev
+
+    monkeypatch.setattr(LipschitzExtension, "evaluate", nan_upper)
+    with pytest.raises(CertificationError, match="nothing was released"):
+        solve_certified(problem, 1e-6, ERMSettings(method="cutting-plane", cutting_plane_iterations=40))
+
+
+def test_adaptive_subgradient_releases_only_an_evaluated_certificate(rng, monkeypatch):
+    """Algorithm 4's stopping rule is not a certificate: a point that met the rule (here, injected: a
+    far-off point reported as converged) is released only if its evaluated gap is ≤ α, the reported
+    gap is that evaluated gap (not min(gap, α)), and a NaN bound never passes."""
+    from cvxdp.erm.adaptive_subgradient import AdaptiveSubgradientResult
+
+    problem, data = _problem(rng, loss="absolute", m=20, d=2)
+    ref = reference_minimum(problem, data)
+    alpha = 1e-6
+    far = problem.region.make_feasible(problem.region.bounding_ball()[0] + 10.0)
+
+    def fake(prob, a, max_iterations=100_000, start=None):
+        return AdaptiveSubgradientResult(w=far.copy(), iterations=5, converged=True, bound_iterations=None,
+                                         seconds=0.0)
+
+    monkeypatch.setattr("cvxdp.erm.solver.adaptive_subgradient", fake)
+    assert evaluate_upper(problem, far, 1e-12)[0] - ref > 100 * alpha  # the injected point is poor
+    with pytest.raises(CertificationError, match="nothing was released"):
+        solve_certified(problem, alpha, ERMSettings(method="adaptive-subgradient", refine=False))
+    w, cert = solve_certified(problem, alpha, ERMSettings(method="adaptive-subgradient"))
+    assert "cutting-plane" in cert.method and cert.gap == cert.upper - cert.lower and cert.gap <= alpha
+    assert evaluate_upper(problem, w, 1e-12)[0] - ref <= alpha + 1e-9
+    _nan_bounds(monkeypatch, "solver", "cutting_plane")
+    with pytest.raises(CertificationError, match="nothing was released"):
+        solve_certified(problem, alpha, ERMSettings(method="adaptive-subgradient", refine=False))
+    with pytest.raises(CertificationError, match="nothing was released"):
+        solve_certified(problem, alpha, ERMSettings(method="adaptive-subgradient",
+                                                    cutting_plane_iterations=30))
+
+
+def test_certified_gap_fails_closed():
+    from cvxdp.erm.solver import certified_gap
+
+    assert certified_gap(1.0, 0.5, np.zeros(2)) == 0.5
+    for upper, lower in ((math.nan, 0.0), (1.0, math.nan), (math.inf, math.inf), (-math.inf, 0.0),
+                         (0.0, math.inf), (0.0, 1.0)):
+        assert certified_gap(upper, lower, np.zeros(2)) == math.inf
+    assert certified_gap(1.0, 0.5, np.array([0.0, math.nan])) == math.inf

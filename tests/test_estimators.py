@@ -1,29 +1,45 @@
-"""scikit-learn style estimators: conventions, learned attributes, sensible accuracy."""
+"""scikit-learn style estimators: conventions, learned attributes, declared labels, opt-in diagnostics."""
 
 from __future__ import annotations
+
+import math
+import pickle
+import struct
 
 import numpy as np
 import pytest
 
+import cvxdp
 from cvxdp.datasets import student_t_hinge, student_t_lad
-from cvxdp.error import DataError, ParameterError
+from cvxdp.erm.problem import ERMCertificate
+from cvxdp.error import DataError, ParameterError, PrivacyBudgetError
 from cvxdp.estimators import PrivateLADRegressor, PrivateLinearSVM, PrivateQuantileRegressor
+from cvxdp.localization import LocalizationStep
+from cvxdp.problem import PrivateResult
 
 pytestmark = pytest.mark.filterwarnings("ignore::cvxdp.error.PrivacyLeakWarning")
+
+FAST = dict(epsilon=1.0, G_k=3.0, radius=1.0, algorithm="output-perturbation")
+
+
+def _small(n=40, d=1, seed=0):
+    return np.random.default_rng(seed).standard_normal((n, d)) * 0.3
 
 
 def test_linear_svm_fit_predict_score():
     task = student_t_hinge(n=6000, d=4, nu=5, separation=2.0, n_test=4000, seed=1)
     labels = np.where(task.y_train > 0, "spam", "ham")
     G = task.G(4.0) + 1.0  # + the intercept's constant feature: ||(x, 1)|| ≤ ||x|| + 1
-    clf = PrivateLinearSVM(epsilon=2.0, G_k=G, radius=2.0, random_state=0)
+    clf = PrivateLinearSVM(classes=("ham", "spam"), epsilon=2.0, G_k=G, radius=2.0, random_state=0)
     assert clf.fit(task.X_train, labels) is clf
-    assert set(clf.classes_) == {"ham", "spam"}
+    assert list(clf.classes_) == ["ham", "spam"]
     assert clf.coef_.shape == (4,) and isinstance(clf.intercept_, float)
-    assert clf.epsilon_spent_ <= 2.0 + 1e-12 and clf.ledger_.entries
+    assert clf.epsilon_spent_ <= 2.0 and clf.ledger_.entries
     test_labels = np.where(task.y_test > 0, "spam", "ham")
     assert clf.score(task.X_test, test_labels) > 0.75
     assert set(np.unique(clf.predict(task.X_test))) <= {"ham", "spam"}
+    # the second declared class is +1: swapping the declaration flips the scores, not the accuracy
+    assert clf.score(task.X_test, np.where(task.y_test > 0, "ham", "spam")) < 0.25
 
 
 def test_lad_and_quantile_regressors():
@@ -42,9 +58,10 @@ def test_lad_and_quantile_regressors():
 
 def test_estimator_conventions_and_errors():
     est = PrivateLADRegressor(epsilon=1.0, G_k=2.0)
-    assert est.get_params()["epsilon"] == 1.0
-    est.set_params(epsilon=0.5)
-    assert est.epsilon == 0.5
+    params = est.get_params()
+    assert params["epsilon"] == 1.0 and params["accountant"] is None and params["diagnostics"] is False
+    est.set_params(epsilon=0.5, diagnostics=True)
+    assert est.epsilon == 0.5 and est.diagnostics is True
     with pytest.raises(ParameterError):
         est.set_params(bogus=1)
     with pytest.raises(ParameterError, match="not fitted"):
@@ -53,9 +70,195 @@ def test_estimator_conventions_and_errors():
         PrivateLADRegressor().fit(np.ones((50, 2)), np.ones(50))
     with pytest.raises(DataError):
         PrivateLADRegressor(G_k=2.0).fit(np.ones((50, 2)), np.ones(49))
-    with pytest.raises(DataError, match="two classes"):
+    with pytest.raises(DataError, match="outside classes"):
         PrivateLinearSVM(G_k=2.0).fit(np.ones((50, 2)), np.arange(50) % 3)
     with pytest.raises(ParameterError):
         PrivateQuantileRegressor(quantile=1.5, G_k=2.0).fit(np.ones((50, 2)), np.ones(50))
     with pytest.raises(ParameterError):
         PrivateLADRegressor(G_k=2.0, epsilon=float("nan")).fit(np.ones((50, 2)), np.ones(50))
+    with pytest.raises(ParameterError, match="diagnostics"):
+        PrivateLADRegressor(G_k=2.0, diagnostics=1).fit(np.ones((50, 2)), np.ones(50))
+    svm = PrivateLinearSVM(classes=(0, 1))
+    assert svm.get_params()["classes"] == (0, 1) and "accountant" in svm.get_params()
+    assert PrivateLinearSVM().classes == (-1, 1)
+
+
+# --- declared classes ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("classes, y, expected", [
+    ((-1, 1), [1, -1, 1.0, -1.0, True], [1, -1, 1, -1, 1]),
+    ((0, 1), np.array([True, False]), [1, -1]),            # bool labels are the numbers 1 and 0
+    ((False, True), [0, 1, 1.0], [-1, 1, 1]),                # and 0/1 labels are False/True
+    ((1, 0), [0, 1], [1, -1]),                               # the SECOND class is +1, whatever its value
+    (("no", "yes"), ["yes", "no", "yes"], [1, -1, 1]),
+    ((b"n", b"y"), [b"y", b"n"], [1, -1]),
+    (np.array([0, 1]), np.array([0, 1], dtype=np.uint8), [-1, 1]),
+    ((0, 1), np.array([0, 1], dtype=object), [-1, 1]),
+    ((0.5, 2.5), np.array([2.5, 0.5], dtype=np.float32), [1, -1]),  # dyadic: exact in float32
+    ((-1, 1), np.array([1.0, -1.0], dtype=np.longdouble), [1, -1]),
+])
+def test_labels_are_matched_by_value(classes, y, expected):
+    out = PrivateLinearSVM(classes=classes)._transform_y(y)
+    assert out.dtype == np.float64 and out.tolist() == expected
+
+
+@pytest.mark.parametrize("classes, y", [
+    ((-1, 1), [1, 0]),                           # 0/1 only when declared
+    ((-1, 1), np.array([True, False])),          # False is 0, not -1
+    ((0, 1), ["0", "1"]),                        # a string is never a number
+    ((0, 1), [0, "1"]),                          # a mixed list is not read as strings
+    (("0", "1"), [0, 1]),
+    ((0, 1), [0.0, math.nan]),                   # NaN equals nothing
+    ((0, 1), [0.0, 1.0 + 2.0 ** -52]),           # exactly, no tolerance
+    ((0.1, 1), np.array([0.1], dtype=np.float32)),  # float32(0.1) is not the real 0.1
+    ((2 ** 53 + 1, 0), np.array([2.0 ** 53])),   # an integer class without a float64 twin
+    ((0, 1), np.array([0, 1j])),                 # complex labels are no class
+    ((0, 1), np.array([None, 1], dtype=object)),
+])
+def test_labels_outside_the_declared_classes(classes, y):
+    with pytest.raises(DataError, match="outside classes"):
+        PrivateLinearSVM(classes=classes)._transform_y(y)
+
+
+@pytest.mark.parametrize("classes", [(1, 1.0), (1, True), (0, False), ("a",), (0, 1, 2), "ab", 3,
+                                     (None, 1), (1, "a"), (math.nan, 1), (0, math.inf), (0, 10 ** 400),
+                                     ((0,), (1,)), np.array([[0, 1]])], ids=repr)
+def test_bad_declarations_are_parameter_errors_before_the_data(classes):
+    with pytest.raises(ParameterError):  # raised before y is read: y here is not even an array
+        PrivateLinearSVM(classes=classes, G_k=2.0).fit(np.ones((50, 2)), object())
+
+
+def test_out_of_set_labels_are_refused_without_quoting_the_data():
+    X = _small(60, 2)
+    for classes, bad in (((0, 1), [7, 3.25, -5.0]), (("no", "yes"), ["maybe", "perhaps", "7"])):
+        y = np.array([classes[i % 2] for i in range(60)], dtype=object)
+        y[[4, 9, 23]] = bad
+        with pytest.raises(DataError) as info:
+            PrivateLinearSVM(classes=classes, **FAST, random_state=0).fit(X, y)
+        msg = str(info.value)
+        assert f"classes={classes!r}" in msg
+        # neither the offending labels, nor how many there are (3), nor where (4, 9, 23)
+        assert not any(str(b) in msg for b in bad) and not any(ch in msg for ch in "23456789")
+
+
+@pytest.mark.filterwarnings("ignore::cvxdp.error.UtilityWarning")  # tiny n: the tail histogram sees noise
+def test_label_flip_pair_is_a_precondition_or_the_same_mapping():
+    # the issue's pair {1×39, 2} vs {1×39, 0}: no declared pair holds 0, 1 and 2, so for any declaration
+    # one side is outside the data domain, refused whatever the rest of the data
+    X = _small()
+    y0, y2 = np.r_[np.ones(39), 0.0], np.r_[np.ones(39), 2.0]
+    kw = dict(FAST, random_state=3)
+    for classes, fits, refused in (((0, 1), y0, y2), ((1, 2), y2, y0)):
+        clf = PrivateLinearSVM(classes=classes, **kw).fit(X, fits)
+        assert list(clf.classes_) == list(classes)
+        with pytest.raises(DataError):
+            PrivateLinearSVM(classes=classes, **kw).fit(X, refused)
+    # inside the domain of (0, 1): {1×39, 0} vs {1×40}; both fit, with the same classes and mapping
+    fits = [PrivateLinearSVM(classes=(0, 1), **kw).fit(X, y) for y in (y0, np.ones(40))]
+    assert all(np.array_equal(f.classes_, np.array([0, 1])) for f in fits)
+    images = [f._transform_y(y) for f, y in zip(fits, (y0, np.ones(40)), strict=True)]
+    assert np.array_equal(images[0][:39], images[1][:39]) and np.all(images[0][:39] == 1.0)
+    # the sign convention end to end, at an ε where the noise is small: almost every label is 1, the
+    # declared +1, so the intercept is positive on both sides; the old data-read mapping (1 -> -1 on one
+    # side, emulated by declaring the pair the other way round) is caught by the same check
+    kw = dict(FAST, epsilon=10.0, random_state=3)
+    w = [PrivateLinearSVM(classes=(0, 1), **kw).fit(X, y) for y in (y0, np.ones(40))]
+    flipped = PrivateLinearSVM(classes=(1, 0), **kw).fit(X, y0)
+    assert w[0].intercept_ > 0.5 and w[1].intercept_ > 0.5 and flipped.intercept_ < -0.5
+
+
+@pytest.mark.filterwarnings("ignore::cvxdp.error.UtilityWarning")  # tiny n: the tail histogram sees noise
+def test_one_class_data_fit_like_any_other():
+    X = _small(seed=1)
+    kw = dict(FAST, random_state=4)
+    a = PrivateLinearSVM(classes=(0, 1), **kw).fit(X, np.r_[np.zeros(39), 1.0])
+    b = PrivateLinearSVM(classes=(0, 1), **kw).fit(X, np.zeros(40))
+    for clf in (a, b):
+        assert np.array_equal(clf.classes_, [0, 1]) and clf.epsilon_spent_ <= 1.0
+        assert set(clf.predict(X).tolist()) <= {0, 1}
+    assert len(a.ledger_.entries) == len(b.ledger_.entries)
+    assert [e.noise_scale for e in a.ledger_.entries] == [e.noise_scale for e in b.ledger_.entries]
+    c = PrivateLinearSVM(classes=(False, True), **kw).fit(X, np.ones(40, dtype=bool))
+    assert c.classes_.dtype == bool and c.predict(X).dtype == bool
+
+
+# --- diagnostics are opt-in ---------------------------------------------------------------------------
+
+def _walk(obj, seen=None):
+    """Every object reachable from ``obj`` through attributes, containers and dataclass fields."""
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return
+    seen.add(id(obj))
+    yield obj
+    if isinstance(obj, dict):
+        children = [*obj.keys(), *obj.values()]
+    elif isinstance(obj, list | tuple | set | frozenset):
+        children = list(obj)
+    elif isinstance(obj, np.ndarray):
+        children = list(obj.ravel()) if obj.dtype == object else []
+    elif hasattr(obj, "__dict__") and not isinstance(obj, type):
+        children = list(vars(obj).values())
+    else:
+        children = [getattr(obj, s) for s in getattr(type(obj), "__slots__", ()) if hasattr(obj, s)]
+    for child in children:
+        yield from _walk(child, seen)
+
+
+def _floats(obj) -> set[float]:
+    out = set()
+    for o in _walk(obj):
+        if isinstance(o, float | np.floating):
+            out.add(float(o))
+        elif isinstance(o, np.ndarray) and o.dtype.kind == "f":
+            out.update(o.ravel().tolist())
+    return out
+
+
+@pytest.mark.filterwarnings("ignore::cvxdp.error.UtilityWarning")  # tiny n: the tail histogram sees noise
+def test_diagnostics_are_opt_in_and_absent_from_the_pickle():
+    task = student_t_lad(n=300, d=2, nu=5, n_test=10, seed=5)
+    kw = dict(epsilon=1.0, G_k=task.G(4.0) + 1.0, radius=2.0, random_state=7)
+    off = PrivateLADRegressor(**kw).fit(task.X_train, task.y_train)
+    on = PrivateLADRegressor(**kw, diagnostics=True).fit(task.X_train, task.y_train)
+    assert not hasattr(off, "result_") and isinstance(on.result_, PrivateResult)
+    assert off.ledger_.entries and off.epsilon_spent_ == on.epsilon_spent_
+    # the flag changes what is kept, not what is released
+    assert np.array_equal(off.coef_, on.coef_) and off.intercept_ == on.intercept_
+    # what diagnostics hold: certificates' gaps and bounds, and seconds
+    certs = [s.certificate for s in on.result_.steps]
+    assert certs and all(isinstance(c, ERMCertificate) for c in certs)
+    secret = {v for c in certs for v in (c.gap, c.upper, c.lower, c.seconds)}
+    secret |= set(on.result_.timings.values())
+    secret = {v for v in secret if v != 0.0 and math.isfinite(v)}
+    assert secret
+    clone = pickle.loads(pickle.dumps(off))
+    for est in (off, clone):
+        objs = list(_walk(vars(est)))
+        assert not any(isinstance(o, ERMCertificate | PrivateResult | LocalizationStep) for o in objs)
+        assert not any(isinstance(o, dict) and "fit" in o and "validation" in o for o in objs)
+        assert not secret & _floats(vars(est))
+    blob = pickle.dumps(off)
+    assert not any(struct.pack(fmt, v) in blob for v in secret for fmt in ("<d", ">d"))
+    assert secret & _floats(vars(on))  # the scan would see them
+    assert np.array_equal(clone.predict(task.X_test), off.predict(task.X_test))
+    # a refit without diagnostics drops an earlier fit's
+    on.set_params(diagnostics=False).fit(task.X_train, task.y_train)
+    assert not hasattr(on, "result_")
+
+
+@pytest.mark.filterwarnings("ignore::cvxdp.error.UtilityWarning")  # tiny n: the tail histogram sees noise
+def test_estimators_spend_from_a_shared_accountant():
+    X = _small(60, 1, seed=2)
+    y = X[:, 0] + 0.1
+    acc = cvxdp.BudgetAccountant(1.5)
+    for est in (PrivateLADRegressor(**FAST, accountant=acc, random_state=0),
+                PrivateQuantileRegressor(quantile=0.3, **FAST, accountant=acc, random_state=0),
+                PrivateLinearSVM(**FAST, accountant=acc, random_state=0)):
+        assert est.get_params()["accountant"] is acc
+    PrivateLADRegressor(**dict(FAST, epsilon=1.0), accountant=acc, random_state=0).fit(X, y)
+    with pytest.raises(PrivacyBudgetError):
+        PrivateQuantileRegressor(quantile=0.3, **FAST, accountant=acc, random_state=0).fit(X, y)
+    PrivateLinearSVM(**dict(FAST, epsilon=0.5), accountant=acc, random_state=0).fit(X, np.sign(y))
+    with pytest.raises(PrivacyBudgetError):
+        PrivateLinearSVM(**dict(FAST, epsilon=0.25), accountant=acc, random_state=0).fit(X, np.sign(y))

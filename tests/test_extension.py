@@ -262,7 +262,11 @@ def test_upper_bound_is_exact_when_huge_features_cancel(closed_form, C):
     ev = LipschitzExtension(model, C, settings=ExtensionSettings(closed_form=closed_form)).evaluate(
         w_fit, model.bind({"x": X, "y": labels}))
     Y = ev.inner_point
-    assert all(_exactly_above(X[i], labels[i], Y[i], w_fit, C, ev.upper[i]) for i in range(m))
+    # exactly evaluated examples certify at a rational point next to their (float) inner point
+    floated = ev.method != "exact"
+    assert np.any(floated)
+    assert all(_exactly_above(X[i], labels[i], Y[i], w_fit, C, ev.upper[i]) for i in range(m) if floated[i])
+    assert np.all(ev.upper >= ev.lower)
     f = np.abs(np.einsum("md,md->m", X, Y) - labels)
     dist = np.linalg.norm(w_fit - Y, axis=1)
     relative_only = f + C * dist + 64 * np.finfo(float).eps * (f + C * dist)

@@ -51,9 +51,13 @@ def test_structure_recognition_and_numeric_form(make, kind, rng):
         A, b = ex.pieces()
         assert np.allclose(np.max(np.einsum("mjd,md->mj", A, P) + b, axis=1), ref, atol=1e-12)
     glm = ex.glm()
+    assert (glm is None) == (kind == "generic")
     if glm is not None:
         a, b, link = glm
-        assert np.allclose(link.value(np.einsum("md,md->m", a, P) + b), ref, atol=1e-12)
+        ok = glm.is_glm  # the link form is the loss exactly where it applies
+        assert np.allclose(link.value(np.einsum("md,md->m", a, P) + b)[ok], ref[ok], atol=1e-12)
+        # parallel pieces (a GLM) for every loss here but the max over non-parallel slopes
+        assert np.all(ok) == (type(expr).__name__ != "max")
 
 
 def test_affine_data_survive_labels_far_larger_than_features():
@@ -139,7 +143,38 @@ def test_max_affine_loss(rng):
     ex = loss.bind({"A": A, "b": b})
     P = rng.normal(size=(6, 3))
     assert np.allclose(loss.values(P, ex), np.max(np.einsum("mjd,md->mj", A, P) + b, axis=1))
-    assert ex.glm() is None  # pieces are not parallel
+    assert not ex.glm().is_glm.any()  # pieces are not parallel
+
+
+def test_glm_form_is_decided_per_example_and_survives_subsets(rng):
+    """``is_glm`` is each example's own verdict; subsets keep each row's form, bit for bit.
+
+    Replacing one example by one with non-parallel pieces flips that example only (the old
+    test was ``np.all`` over the data set, which moved every example's Lipschitz constant and
+    oracle path).
+    """
+    w = cp.Variable(3)
+    loss = cvxdp.losses.max_affine(w, 2)
+    m = 12
+    A = rng.normal(size=(m, 2, 1)) * rng.normal(size=(m, 1, 3))  # parallel pieces: a GLM each
+    b = rng.normal(size=(m, 2))
+    A[4] = rng.normal(size=(2, 3))  # ... but this one
+    A[7] = 0.0  # constant pieces count as parallel
+    ex = loss.bind({"A": A, "b": b})
+    glm = ex.glm()
+    assert np.array_equal(glm.is_glm, np.arange(m) != 4)
+    P = rng.normal(size=(m, 3))
+    ok = glm.is_glm
+    vals = np.max(np.einsum("mjd,md->mj", *ex.pieces()[:1], P) + ex.pieces()[1], axis=1)
+    np.testing.assert_allclose(glm.link.value(np.einsum("md,md->m", glm.a, P))[ok], vals[ok], rtol=1e-12)
+    idx = np.array([9, 4, 0, 7])
+    sub = ex.subset(idx).glm()
+    assert np.array_equal(sub.is_glm, glm.is_glm[idx]) and np.array_equal(sub.a, glm.a[idx])
+    assert np.array_equal(sub.link.slopes, glm.link.slopes[idx])
+    fresh = loss.bind({"A": A[idx], "b": b[idx]}).glm()  # computed on the subset alone: same bits
+    assert np.array_equal(fresh.a, sub.a) and np.array_equal(fresh.link.intercepts, sub.link.intercepts)
+    a_, b_, link_ = glm  # unpacks like the old (a, b, link) triple
+    assert a_ is glm.a and b_ is glm.b and link_ is glm.link and glm[2] is glm.link
 
 
 @pytest.mark.parametrize("make, error", [

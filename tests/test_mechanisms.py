@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -191,3 +193,215 @@ def test_the_radius_tail_is_not_truncated_at_53_bits():
 def test_non_secure_sources_warn(recwarn):
     noise_source(SeededRandom(0))
     assert any(issubclass(w.category, PrivacyLeakWarning) for w in recwarn.list)
+
+
+# ---- exact integer noise: the discrete Laplace (two-sided geometric) sampler -------------------------
+
+class _Branch(Exception):
+    """Raised by :class:`_ProbabilityTree` at the first draw past its path, carrying that draw's options."""
+
+
+class _ProbabilityTree(NoiseSource):
+    """Replays a path of outcomes; the next draw reports its options and their exact probabilities.
+
+    Exploring every path turns a sampler into its exact law (up to the mass of the paths cut off).
+    ``exp_trials`` replaces the ``Bernoulli(e^{−γ})`` subroutine by one branch of probability
+    ``e^{−γ}`` (a float), to explore the composition above it; the subroutine has its own exact test.
+    """
+
+    def __init__(self, path, exp_trials=False):
+        self.path, self.pos, self.exp_trials = path, 0, exp_trials
+
+    def _draw(self, options):
+        if self.pos < len(self.path):
+            self.pos += 1
+            return options[self.path[self.pos - 1]][0]
+        raise _Branch(options)
+
+    def uniform(self, size):
+        raise AssertionError("an exact integer sampler drew a float uniform")
+
+    def randbelow(self, n):
+        return self._draw([(i, Fraction(1, n)) for i in range(n)])
+
+    def bernoulli(self, num, den):
+        return self._draw([(True, Fraction(num, den)), (False, 1 - Fraction(num, den))])
+
+    def _bernoulli_exp_unit(self, num, den):
+        if not self.exp_trials:
+            return super()._bernoulli_exp_unit(num, den)
+        p = math.exp(-num / den)
+        return self._draw([(True, p), (False, 1.0 - p)])
+
+
+def _exact_law(draw, cut_below, **tree):
+    """``{value: mass}`` over the explored paths and the total mass of the paths cut off."""
+    law, cut = {}, 0
+    stack = [((), Fraction(1))]
+    while stack:
+        path, p = stack.pop()
+        try:
+            value = draw(_ProbabilityTree(path, **tree))
+        except _Branch as branch:
+            for i, (_, q) in enumerate(branch.args[0]):
+                if q == 0:
+                    continue
+                if p * q < cut_below:
+                    cut += p * q
+                else:
+                    stack.append((path + (i,), p * q))
+            continue
+        law[value] = law.get(value, 0) + p
+    return law, cut
+
+
+@pytest.mark.parametrize("gamma", [Fraction(0), Fraction(1, 3), Fraction(1), Fraction(7, 3)])
+def test_bernoulli_exp_has_exactly_the_law_exp_minus_gamma(gamma):
+    """The Bernoulli(e^{−γ}) sampler's law, in rational arithmetic over all its paths: e^{−γ} ± 1e-15."""
+    law, cut = _exact_law(lambda src: src.bernoulli_exp(gamma), Fraction(1, 10**17))
+    assert sum(law.values()) + cut == 1  # the tree accounts for every path exactly
+    lower = law.get(True, Fraction(0))
+    assert cut < Fraction(1, 10**15)
+    target = math.exp(-gamma)  # within 1e-16 relative of e^{−γ}
+    assert lower <= Fraction(target * (1 + 1e-15)) and Fraction(target * (1 - 1e-15)) <= lower + cut
+    if 0 < gamma <= 1:  # power: the same computation rejects trials of γ/(K+1) instead of γ/K
+
+        def wrong(src):
+            k = 1
+            while src.bernoulli(gamma.numerator, gamma.denominator * (k + 1)):
+                k += 1
+            return k % 2 == 1
+
+        law, cut = _exact_law(wrong, Fraction(1, 10**17))
+        assert abs(float(law.get(True, 0)) - target) > 1e-3
+
+
+def _attempt_without_zero_rejection(src, t, s):
+    """A wrong sampler: the attempt of Algorithm 2 without rejecting the negative zero."""
+    u = src.randbelow(t)
+    if not src._bernoulli_exp_unit(u, t):
+        return None
+    v = 0
+    while src._bernoulli_exp_unit(1, 1):
+        v += 1
+    y = (u + t * v) // s
+    return -y if src.bernoulli(1, 2) else y
+
+
+def _attempt_ratios(attempt):
+    """``P(z)/P(z + 1)`` for z = 0..3 and ``P(−z)/P(z)`` for z = 1..3 in the exact law of one attempt."""
+    law, cut = _exact_law(attempt, 1e-16, exp_trials=True)
+    assert cut < 1e-13
+    mass = {z: float(p) for z, p in law.items() if z is not None}
+    up = np.array([mass[z] / mass[z + 1] for z in range(4)])
+    return up, np.array([mass[-z] / mass[z] for z in range(1, 4)])
+
+
+@pytest.mark.parametrize("scale", [Fraction(2), Fraction(3, 2), Fraction(5, 2)])
+def test_discrete_laplace_ratio_is_exactly_exp_of_one_over_scale(scale):
+    """In the sampler's law, P(z)/P(z+1) = e^{1/b} for z ≥ 0 and P(−z) = P(z), to 1e-12.
+
+    One attempt of the rejection loop is explored over all its paths (attempts are independent, so
+    the accepted value's law is the attempt's, renormalized, and ratios are unchanged); the
+    Bernoulli(e^{−γ}) subroutine is one exact branch here and is tested on its own above.  The same
+    computation catches a sampler that forgets to reject the negative zero and one whose scale is 10%
+    off.
+    """
+    t, s = scale.numerator, scale.denominator
+    up, sym = _attempt_ratios(lambda src: src._discrete_laplace_attempt(t, s))
+    assert np.allclose(up, math.exp(1 / scale), rtol=1e-12, atol=0)
+    assert np.allclose(sym, 1.0, rtol=1e-12, atol=0)
+    wrong_zero, _ = _attempt_ratios(lambda src: _attempt_without_zero_rejection(src, t, s))
+    assert not np.isclose(wrong_zero[0], math.exp(1 / scale), rtol=0.1)
+    wrong_scale, _ = _attempt_ratios(lambda src: src._discrete_laplace_attempt(11 * t, 10 * s))
+    assert not np.allclose(wrong_scale, math.exp(1 / scale), rtol=0.01)
+
+
+def _dlap_pmf(b: float, K: int) -> np.ndarray:
+    """P(Z < −K), P(Z = −K), …, P(Z = K), P(Z > K) for the discrete Laplace law of scale b."""
+    q = math.exp(-1.0 / b)
+    z = np.arange(-K, K + 1)
+    tail = q ** (K + 1) / (1 + q)
+    return np.concatenate([[tail], (1 - q) / (1 + q) * q ** np.abs(z), [tail]])
+
+
+def _dlap_chi2(draws: np.ndarray, b: float, K: int = 8) -> float:
+    obs = np.concatenate([[np.sum(draws < -K)], [np.sum(draws == v) for v in range(-K, K + 1)],
+                          [np.sum(draws > K)]])
+    return stats.chisquare(obs, _dlap_pmf(b, K) * draws.size).pvalue
+
+
+def test_discrete_laplace_pmf_chi_square_with_power_against_a_10_percent_scale_error():
+    """20 000 seeded draws at scale 2 (ε = 1, Δ = 2) fit the pmf and reject scales 1.8 and 2.2."""
+    z = SeededRandom(11).discrete_laplace(Fraction(2), 20_000)
+    assert z.dtype == np.int64
+    assert _dlap_chi2(z, 2.0) > 1e-4
+    for wrong in (1.8, 2.2):
+        assert _dlap_chi2(z, wrong) < 1e-8
+
+
+def test_discrete_laplace_is_secure_by_default_and_uses_no_float(monkeypatch):
+    """The default source draws its integers from ``secrets``, never a float uniform; the law is right."""
+    import secrets
+
+    calls = []
+    real = secrets.randbelow
+    monkeypatch.setattr(secrets, "randbelow", lambda n: calls.append(n) or real(n))
+    src = noise_source(None)
+    monkeypatch.setattr(src, "uniform", lambda size: pytest.fail("a float uniform was drawn"))
+    z = src.discrete_laplace(Fraction(2), 20_000)
+    assert isinstance(src, SecureRandom) and len(calls) > 20_000
+    assert _dlap_chi2(z, 2.0) > 1e-6 and _dlap_chi2(z, 2.2) < 1e-6
+
+
+def test_seeded_integer_noise_is_reproducible_from_the_generator():
+    with pytest.warns(PrivacyLeakWarning):
+        a = noise_source(5)
+    b = SeededRandom(np.random.default_rng(5))
+    scale = Fraction(2) / Fraction(0.1)
+    za, zb = a.discrete_laplace(scale, 300), b.discrete_laplace(scale, 300)
+    assert np.array_equal(za, zb) and not np.array_equal(za, SeededRandom(6).discrete_laplace(scale, 300))
+    # the integers come from the Generator: advancing it changes the draws
+    gen = np.random.default_rng(5)
+    gen.random()
+    assert not np.array_equal(za, SeededRandom(gen).discrete_laplace(scale, 300))
+    assert a.discrete_laplace(1, (2, 3)).shape == (2, 3)
+
+
+def test_discrete_laplace_is_fast_enough_and_handles_tiny_epsilon():
+    import time
+
+    for src in (SecureRandom(), SeededRandom(0)):
+        start = time.perf_counter()
+        z = src.discrete_laplace(Fraction(2) / Fraction(0.1), 300)
+        assert time.perf_counter() - start < 1.0 and z.size == 300
+    # ε = 1e-10 gives a scale whose numerator needs more than 64 bits: still exact, still int64
+    huge = SeededRandom(1).discrete_laplace(Fraction(2) / Fraction(1e-10), 200)
+    assert huge.dtype == np.int64 and 5e9 < np.mean(np.abs(huge)) < 5e10
+
+
+@pytest.mark.parametrize("n", [1, 7, 2**64 - 3, 2**64 + 5, 3 * 2**70])
+def test_randbelow_is_uniform_and_in_range(n):
+    for src in (SecureRandom(), SeededRandom(n % 1000)):
+        draws = [src.randbelow(n) for _ in range(3000)]
+        assert all(0 <= v < n for v in draws)
+        if n == 1:
+            continue
+        # the residues mod 7 (or the values, for n = 7) are uniform up to a bias of n mod 7 / n
+        obs = np.bincount([v % 7 for v in draws], minlength=7)
+        assert stats.chisquare(obs).pvalue > 1e-6
+    biased = [int(v) for v in np.random.default_rng(0).integers(0, 7, 3000) if v != 6]
+    assert stats.chisquare(np.bincount(biased, minlength=7)).pvalue < 1e-6  # the test has power
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, True, "4"])
+def test_randbelow_and_discrete_laplace_reject_bad_arguments(bad):
+    with pytest.raises(ParameterError):
+        SeededRandom(0).randbelow(bad)
+    with pytest.raises(ParameterError):
+        SecureRandom().randbelow(bad)
+    for scale in (0, -1.0, float("nan"), float("inf"), "2", True):
+        with pytest.raises(ParameterError):
+            SeededRandom(0).discrete_laplace(scale, 3)
+    with pytest.raises(ParameterError):
+        SeededRandom(0).bernoulli_exp(Fraction(-1, 2))

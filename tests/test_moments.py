@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import warnings
+from fractions import Fraction
 
 import cvxpy as cp
 import numpy as np
 import pytest
+from scipy.signal import fftconvolve
 
 import cvxdp
 from cvxdp.datasets import high_leverage_tail, student_t_lad
@@ -80,11 +83,44 @@ def test_auto_needs_a_share_and_a_structured_loss():
                                           moment_k=4, G_k="big")
 
 
+def _discrete_laplace_sum_law(s: float, terms: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """Values, probabilities and truncated mass of a sum of ``terms`` discrete Laplace(s) variables.
+
+    Each term's pmf ``(1 − q)/(1 + q) q^{|z|}`` (``q = e^{−1/s}``) is kept on ``|z| ≤ 45 s`` (it loses
+    ``2q^{M+1}/(1 + q) < 1e-19``) and convolved exactly up to FFT rounding (about 1e-16).
+    """
+    q = math.exp(-1.0 / s)
+    M = math.ceil(45 * s)
+    base = (1 - q) / (1 + q) * q ** np.abs(np.arange(-M, M + 1))
+    out, low, base_low, k = np.array([1.0]), 0, -M, terms
+    while k:
+        if k & 1:
+            out, low = np.clip(fftconvolve(out, base), 0.0, None), low + base_low
+        k >>= 1
+        if k:
+            base, base_low = np.clip(fftconvolve(base, base), 0.0, None), 2 * base_low
+    return np.arange(low, low + out.size), out, terms * 2 * q ** (M + 1) / (1 + q)
+
+
+@pytest.mark.parametrize("s", [2.0, 20.0])
+@pytest.mark.parametrize("terms", [1, 2, 8, 32, 128])
+def test_sum_threshold_is_a_valid_tail_bound_for_the_discrete_law(s, terms):
+    """Exact tail of the discrete noise the histogram draws: P(S ≥ t) ≤ β, and t is not vacuous."""
+    beta = 0.01
+    t = sum_laplace_threshold(s, terms, beta)
+    values, probs, lost = _discrete_laplace_sum_law(s, terms)
+    assert probs[values >= t].sum() + lost + 1e-12 <= beta
+    quantile = values[np.searchsorted(np.cumsum(probs), 1.0 - beta)]
+    assert t <= 2.0 * quantile  # within a factor 1.7 of the true (1 − β)-quantile on these cases
+    if terms == 1:  # the one-term threshold is tight to a factor < 1.25: a 20% smaller one is invalid
+        assert probs[values >= 0.8 * t].sum() > beta
+
+
 @pytest.mark.parametrize("terms", [1, 2, 8, 32, 128])
 def test_sum_of_laplace_threshold_holds_and_is_not_vacuous(terms):
     rng = np.random.default_rng(terms)
     beta, s = 0.01, 2.0
-    t = sum_laplace_threshold(s, terms, beta)
+    t = sum_laplace_threshold(s, terms, beta)  # valid for the continuous Laplace law too
     S = rng.laplace(scale=s, size=(200_000, terms)).sum(axis=1)
     assert np.mean(S >= t) <= beta  # valid (200k draws: a true rate of 0.01 shows as 0.01 ± 0.0005)
     # power: not far above the true (1 − β)-quantile, so it still lets real counts through
@@ -145,3 +181,35 @@ def test_a_public_tail_range_narrows_the_grid_and_is_validated():
     with pytest.raises(cvxdp.ParameterError, match="tail_share"):
         cvxdp.PrivateProblem(model).solve(data, epsilon=1.0, moment_k=4.0, G_k=3.0, tail_share=0.0,
                                           tail_range=(0.1, 10.0))
+
+
+class _RecordingSource(SeededRandom):
+    """Records each integer-noise request, and the ledger's entries at that moment; no float uniforms."""
+
+    def __init__(self, seed, ledger):
+        super().__init__(seed)
+        self.ledger, self.requests = ledger, []
+
+    def uniform(self, size):
+        raise AssertionError("the histogram drew a float uniform")
+
+    def discrete_laplace(self, scale, size):
+        self.requests.append((scale, size, len(self.ledger.entries)))
+        return super().discrete_laplace(scale, size)
+
+
+@pytest.mark.parametrize("eps", [0.1, 0.3, 1.0])
+def test_histogram_counts_get_exact_integer_noise_after_the_charge(eps):
+    """Integer counts + discrete Laplace of scale exactly 2/ε (the float ε as a rational), charged first."""
+    task = student_t_lad(n=3000, d=3, nu=6.0, n_test=10, seed=6)
+    model = _model(3)
+    ex = model.bind({"x": task.X_train, "y": task.y_train})
+    ledger = PrivacyLedger(ex.m, 1.0)
+    src = _RecordingSource(0, ledger)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UtilityWarning)
+        tail = private_tail_profile(model, ex, epsilon=eps, ledger=ledger, source=src, low=1e-2, high=1e3)
+    [(scale, size, entries_then)] = src.requests
+    assert scale == Fraction(2) / Fraction(eps) and isinstance(scale, Fraction)
+    assert size == tail.edges.size + 1 and entries_then == 1  # one noise per bin, after the charge
+    assert ledger.entries[0].epsilon == eps and ledger.spent_exact == Fraction(eps)

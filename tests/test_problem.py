@@ -167,12 +167,27 @@ def test_uncertifiable_mode_refused_before_any_noise():
 
 def test_result_reports_certificates_and_timings():
     task, model = _lad(n=1200)
-    r = PrivateProblem(model).solve({"x": task.X_train, "y": task.y_train}, epsilon=2.0, moment_k=4,
-                                    G_k=task.G(4.0), random_state=0)
+    data = {"x": task.X_train, "y": task.y_train}
+    r = PrivateProblem(model).solve(data, epsilon=2.0, moment_k=4, G_k=task.G(4.0), random_state=0,
+                                    diagnostics=True)
+    assert r.diagnostics_enabled
     assert r.certificates and all(c["certified_gap"] <= c["alpha"] for c in r.certificates)
     assert all(c["noise_scale"] * c["epsilon"] >= c["sensitivity"] * (1 - 1e-12)
                for c in r.certificates)
     assert "fit" in r.timings and "ε spent" in r.summary()
+    assert set(r.diagnostics) == {"certificates", "timings"}
+    # default: no diagnostics are kept, reading them says how to get them; the release is the same
+    off = PrivateProblem(model).solve(data, epsilon=2.0, moment_k=4, G_k=task.G(4.0), random_state=0)
+    assert not off.diagnostics_enabled and off._timings is None
+    for name in ("certificates", "timings", "diagnostics"):
+        with pytest.raises(ParameterError, match="diagnostics=True"):
+            getattr(off, name)
+    assert all(s.certificate is None for s in off.steps) and len(off.steps) == len(r.steps)
+    assert all(s.certificate is not None for s in r.steps)
+    assert np.array_equal(off.w, r.w) and _public_record(off) == _public_record(r)
+    assert "gap" not in off.summary() and "gap" not in repr(off)
+    with pytest.raises(ParameterError, match="diagnostics"):
+        PrivateProblem(model).solve(data, epsilon=2.0, moment_k=4, G_k=2.0, diagnostics="yes")
 
 
 def _excess(n, eps, seed, d=3):

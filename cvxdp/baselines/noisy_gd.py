@@ -4,8 +4,15 @@
 per-example gradients clipped to norm ``C`` and ``b_t`` is ℓ2-Laplace noise.
 Replacing one example moves ``ḡ`` by at most ``2C/n``, so each step with
 scale ``s = 2C T/(nε)`` is ``ε/T``-DP and the ``T`` steps compose (basic,
-sequential composition — the only one pure DP has) to ε.  The output is the
+sequential composition — the only one pure DP has) to ε.  In floating point each
+step spends ``equal_share(ε, T)`` (``ε/T`` or the float just below it, so ``T``
+steps never exceed ε exactly) with the scale computed from that share.  The output is the
 average iterate (post-processing).
+
+Fail closed without a data-dependent refusal: each example's gradient is clipped by
+a per-example map (:func:`clip_rows`) that sends a non-finite gradient to ``0``, so a
+NaN can neither poison the mean nor, through it, the released point; the noise and
+the released point are checked by the mechanism.
 
 This is the standard clipped-gradient route; under pure DP its private error
 decays only like the *square root* of the optimal heavy-tailed term, which is
@@ -22,10 +29,25 @@ import numpy as np
 from cvxdp._validation import positive_finite, positive_int, privacy_epsilon
 from cvxdp.baselines.output_perturbation import BaselineResult
 from cvxdp.erm.adaptive_subgradient import loss_subgradients
-from cvxdp.ledger import PrivacyLedger
+from cvxdp.ledger import PrivacyLedger, equal_share
 from cvxdp.mechanisms import L2LaplaceMechanism
 from cvxdp.model import Model
 from cvxdp.random import noise_source
+
+
+def clip_rows(grads: np.ndarray, C: float) -> np.ndarray:
+    """``g_i · min(1, C/||g_i||)`` row by row; a row with a non-finite entry becomes ``0``.
+
+    A function of each row alone with ``||output_i|| ≤ C``, so replacing one example moves the mean
+    by at most ``2C/n`` whatever the rows are; norms are computed after scaling by the row's largest
+    entry, so rows near the float range do not overflow to ``∞`` (and clip to ``0``).
+    """
+    g = np.array(grads, dtype=float)
+    g[~np.all(np.isfinite(g), axis=1)] = 0.0
+    peak = np.max(np.abs(g), axis=1, keepdims=True)
+    safe = np.where(peak > 0, peak, 1.0)
+    norms = peak * np.linalg.norm(g / safe, axis=1, keepdims=True)
+    return g * np.minimum(1.0, C / np.maximum(norms, 1e-300))
 
 
 def noisy_clipped_gd(model: Model, data: Mapping, *, epsilon: float, C: float, steps: int,
@@ -42,7 +64,8 @@ def noisy_clipped_gd(model: Model, data: Mapping, *, epsilon: float, C: float, s
     source = noise_source(random_state)
     n, d, W = examples.m, model.dim, model.domain
     sensitivity = 2.0 * C / n
-    mech = L2LaplaceMechanism(sensitivity, eps / T, d)
+    eps_step = equal_share(eps, T)  # the largest float with T · eps_step ≤ ε exactly (public)
+    mech = L2LaplaceMechanism(sensitivity, eps_step, d)
     s = mech.scale
     eta = step_size if step_size is not None else W.diameter / math.sqrt(T * (C * C + d * (d + 1) * s * s))
     eta = positive_finite("step_size", eta)
@@ -53,9 +76,8 @@ def noisy_clipped_gd(model: Model, data: Mapping, *, epsilon: float, C: float, s
     box = (np.full(d, -C), np.full(d, C))  # the clipped mean gradient lies in this public box
     for t in range(T):
         grads = loss_subgradients(examples, np.broadcast_to(w, (n, d)))
-        norms = np.linalg.norm(grads, axis=1, keepdims=True)
-        clipped = grads * np.minimum(1.0, C / np.maximum(norms, 1e-300))
-        ledger.charge(eps / T, all_idx, mechanism="noisy clipped gradient", batch="all",
+        clipped = clip_rows(grads, C)
+        ledger.charge(eps_step, all_idx, mechanism="noisy clipped gradient", batch="all",
                       sensitivity=sensitivity, noise_scale=s, note=f"step {t + 1}/{T}")
         noisy = mech.release(clipped.mean(axis=0), source, box)
         w = W.make_feasible(W.project(w - eta * noisy))

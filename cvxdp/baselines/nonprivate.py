@@ -22,7 +22,9 @@ def empirical_objective(model: Model, examples: Examples, w: cp.Variable) -> cp.
     st = model.loss.structure
     m = examples.m
     glm = None if isinstance(st, GenericStructure) else examples.glm()
-    if glm is not None:
+    # the link form only when it is every example's loss (a non-private reference: a choice
+    # for the whole data set is harmless here); otherwise piecewise-linear losses go by pieces
+    if glm is not None and np.all(glm.is_glm):
         a, b, link = glm
         u = a @ w + b
         if isinstance(link, PiecewiseLinearLink):

@@ -71,7 +71,7 @@ def objective_perturbation(model: Model, data: Mapping, *, epsilon: float, featu
     c = curv * B / lip
     eps_prime = eps - math.log(1.0 + 2.0 * c / (n * lam) + c * c / (n * n * lam * lam))
     delta = 0.0
-    if eps_prime <= 0:
+    if not eps_prime > 0:  # public; written so that NaN takes the conservative branch
         delta = c / (n * (math.exp(eps / 4.0) - 1.0)) - lam
         eps_prime = eps / 2.0
     mech = L2LaplaceMechanism(sensitivity=2.0, epsilon=eps_prime, dim=d)  # density ∝ exp(−ε'||b||/2)
@@ -94,10 +94,13 @@ def objective_perturbation(model: Model, data: Mapping, *, epsilon: float, featu
         raise CertificationError(f"objective perturbation: solver status {prob.status!r}, not an exact "
                                  "minimizer; nothing was released.")
     w_hat, residual = _polish(np.asarray(w.value, float), a, b, link, n * B * lip, lam + delta, noise / n)
-    if not residual <= tolerance:
+    if not residual <= tolerance:  # NaN fails
         raise CertificationError(
-            f"objective perturbation: the point is only known to be within {residual:.3g} of the exact "
-            f"minimizer (tolerance {tolerance:.3g}); nothing was released.")
+            f"objective perturbation: the point could not be certified within the tolerance "
+            f"{tolerance:.3g} of the exact minimizer; nothing was released. Raise the tolerance (public) "
+            "or use clipped_output_perturbation, which folds its optimization error into the sensitivity.")
+    if not np.all(np.isfinite(w_hat)):
+        raise CertificationError("objective perturbation: the minimizer is not finite; nothing was released.")
     W = model.domain
     w_out = W.make_feasible(W.project(w_hat))
     return BaselineResult(name="objective perturbation", w=w_out, ledger=ledger,

@@ -52,6 +52,11 @@ def hindsight_grid(rule: dict, factors: tuple[float, ...] = (0.125, 0.25, 0.5, 1
 
 
 def best_in_hindsight(results: list[tuple[dict, float]]) -> tuple[dict, float]:
-    """The grid point with the lowest (test-set) risk — not private, a ceiling only."""
-    i = int(np.argmin([r for _, r in results]))
+    """The grid point with the lowest (test-set) risk — not private, a ceiling only.
+
+    A NaN risk never wins (``np.argmin`` would pick the first NaN); if every risk is NaN the
+    first grid point is returned with its NaN risk.
+    """
+    risks = np.array([r for _, r in results], dtype=float)
+    i = int(np.argmin(np.where(np.isnan(risks), np.inf, risks)))
     return results[i]

@@ -17,6 +17,14 @@ too slow at the accuracies output perturbation needs, so cvxdp keeps it as
 the provably terminating reference and as an explicit option.  Projections
 onto ``U`` are blockwise, each with accuracy ``ξ_t / sqrt(m+1)`` (Lemma 2.7
 for localized sets), so the product projection is ``ξ_t``-accurate.
+
+**Not a certificate by itself.** Proposition 2.8's bound holds in exact
+arithmetic, for exact subgradients and ``ξ_t``-accurate projections, and for the
+joint average ``(w̄, ȳ)``; the point cvxdp would release is a float ``w̄`` moved
+into the feasible set.  So ``converged`` only means "the rule holds":
+:func:`~cvxdp.erm.solver.solve_certified` releases ``w̄`` only if its *evaluated*
+certificate (the oracle's certified bracket at ``w̄``) is ``≤ α``.  A non-finite
+subgradient stops the run unconverged.
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ from cvxdp.erm.problem import RegularizedERM
 from cvxdp.error import UncertifiableLossError
 from cvxdp.geometry import LocalizedDomain, inexact_projection
 from cvxdp.loss import Examples
-from cvxdp.structure import GenericStructure
+from cvxdp.structure import GenericStructure, PiecewiseLinearStructure
 
 
 def loss_subgradients(examples: Examples, Y: np.ndarray) -> np.ndarray:
@@ -41,14 +49,19 @@ def loss_subgradients(examples: Examples, Y: np.ndarray) -> np.ndarray:
         raise UncertifiableLossError("Algorithm 4 needs an exact subgradient oracle, which cvxdp has "
                                      "for piecewise-linear and generalized-linear losses only.")
     glm = examples.glm()
+    g_glm = None
     if glm is not None:
         a, b, link = glm
         _, right = link.derivative_bounds(np.einsum("md,md->m", a, Y) + b)
-        return right[:, None] * a
+        g_glm = right[:, None] * a
+        if not isinstance(st, PiecewiseLinearStructure):
+            return g_glm  # a smooth link: every example is generalized linear, by structure
     A, b = examples.pieces()
     vals = np.einsum("mjd,md->mj", A, Y) + b
     j = np.argmax(vals, axis=1)
-    return A[np.arange(A.shape[0]), j]
+    g_pieces = A[np.arange(A.shape[0]), j]
+    # per example: the link's slope where the example is generalized linear, its active piece elsewhere
+    return g_pieces if g_glm is None else np.where(glm.is_glm[:, None], g_glm, g_pieces)
 
 
 @dataclass
@@ -89,6 +102,9 @@ def adaptive_subgradient(problem: RegularizedERM, alpha: float, max_iterations: 
         g_w = (C / m) * unit.sum(axis=0) + lam * (w - w0)
         g_y = (loss_subgradients(ex, Y) - C * unit) / m
         sq = float(g_w @ g_w + np.sum(g_y * g_y))
+        if not math.isfinite(sq):  # a NaN or overflowing subgradient: the rule can no longer be met
+            return AdaptiveSubgradientResult(w=Wf.make_feasible(sum_w / t), iterations=t, converged=False,
+                                             bound_iterations=None, seconds=time.perf_counter() - t0)
         if sq == 0.0:
             return AdaptiveSubgradientResult(w=w, iterations=t, converged=True,
                                              bound_iterations=None, seconds=time.perf_counter() - t0)

@@ -50,6 +50,11 @@ class CuttingPlaneResult:
     seconds: float
 
 
+def _raise_lower(lower: float, candidate: float) -> float:
+    """The larger of two valid lower bounds, ignoring NaN (Python's ``max`` keeps a leading NaN)."""
+    return lower if math.isnan(candidate) else max(lower, candidate)
+
+
 def iteration_bound(d: int, radius: float, lipschitz: float, eps: float) -> int:
     """``⌈2 d² ln(2ρL/ε)⌉`` (bisection ``⌈log₂(2ρL/ε)⌉ + 1`` in one dimension)."""
     ratio = max(2.0 * radius * lipschitz / eps, 2.0)
@@ -99,6 +104,11 @@ def ellipsoid_method(problem: RegularizedERM, alpha: float, center: np.ndarray, 
     Stops early once the evaluated certificate reaches ``α``; otherwise after
     the a-priori bound (or ``max_iterations`` if smaller).  Returns the best
     feasible center with its certified bounds.
+
+    Fails closed: a NaN upper bound is never "best", NaN lower bounds are ignored
+    (the running lower bound is the largest *valid* one, ``−∞`` if none), and a
+    non-finite cut or ellipsoid update stops the search with what is certified so
+    far.  The caller compares the returned bounds with ``not (gap <= α)``.
     """
     t0 = time.perf_counter()
     d = problem.dim
@@ -119,17 +129,19 @@ def ellipsoid_method(problem: RegularizedERM, alpha: float, center: np.ndarray, 
         if sep is None:
             upper, cut = evaluate_upper(problem, x, tol)
             cuts.append(cut)
-            if upper < best_upper:
+            if upper < best_upper:  # False for NaN: a NaN bound is never the best
                 best_upper, best_w = upper, x.copy()
             a = cut.g + problem.lam * (x - problem.w0)
             level = float(a @ x)
             if not np.any(a):
-                lower = max(lower, bundle_lower_bound(problem, cuts)[0])
+                lower = _raise_lower(lower, bundle_lower_bound(problem, cuts)[0])
                 break
         else:
             a, level = sep
+        if not (np.all(np.isfinite(a)) and math.isfinite(level)):
+            break  # a non-finite cut cannot be followed; certify what we have
         if it % check == 0 and cuts:
-            lower = max(lower, bundle_lower_bound(problem, cuts)[0])
+            lower = _raise_lower(lower, bundle_lower_bound(problem, cuts)[0])
             if best_upper - lower <= alpha:
                 break
         if d == 1:
@@ -138,18 +150,19 @@ def ellipsoid_method(problem: RegularizedERM, alpha: float, center: np.ndarray, 
                 hi_1d = min(hi_1d, level / a[0])
             elif a[0] < 0:
                 lo_1d = max(lo_1d, level / a[0])
-            if hi_1d < lo_1d:
+            if not (lo_1d <= hi_1d):
                 break
             x = np.array([(lo_1d + hi_1d) / 2.0])
             continue
         Pa = P @ a
         aPa = float(a @ Pa)
-        if aPa <= 0:
+        if not (aPa > 0 and math.isfinite(aPa)):
             break
         root = math.sqrt(aPa)
-        depth = max((float(a @ x) - level) / root, 0.0)
-        if depth >= 1.0:
-            break  # the cut removes the whole ellipsoid: nothing of U is left to search
+        depth = (float(a @ x) - level) / root
+        if not (depth < 1.0):
+            break  # the cut removes the whole ellipsoid: nothing of U is left to search (or NaN)
+        depth = max(depth, 0.0)
         tau = (1.0 + d * depth) / (d + 1.0)
         sigma = 2.0 * (1.0 + d * depth) / ((d + 1.0) * (1.0 + depth))
         delta = d * d * (1.0 - depth * depth) / (d * d - 1.0)
@@ -157,10 +170,10 @@ def ellipsoid_method(problem: RegularizedERM, alpha: float, center: np.ndarray, 
         P = delta * (P - sigma * np.outer(Pa, Pa) / aPa)
         P = 0.5 * (P + P.T)
     if cuts:
-        lower = max(lower, bundle_lower_bound(problem, cuts)[0])
+        lower = _raise_lower(lower, bundle_lower_bound(problem, cuts)[0])
     if best_w is None:
         best_w = problem.feasible_set.make_feasible(np.asarray(center, float))
         best_upper, cut = evaluate_upper(problem, best_w, tol)
-        lower = max(lower, bundle_lower_bound(problem, [*cuts, cut])[0])
+        lower = _raise_lower(lower, bundle_lower_bound(problem, [*cuts, cut])[0])
     return CuttingPlaneResult(w=best_w, upper=best_upper, lower=lower, iterations=it, bound=bound,
                               seconds=time.perf_counter() - t0)

@@ -51,16 +51,20 @@ def light_mask(problem: RegularizedERM) -> np.ndarray:
         return np.zeros(ex.m, dtype=bool)
     glm = ex.glm()
     limit = problem.C * (1.0 - 1e-9)
+    lip = None
+    if isinstance(st, PiecewiseLinearStructure):
+        A, _ = ex.pieces()
+        lip = np.linalg.norm(A, axis=2).max(axis=1)
     if glm is not None:
         a, b, link = glm
         # widen the range of <a, y> + b over U by its rounding, so no kink just outside is missed
         slack = argument_rounding(a.shape[1], np.linalg.norm(a, axis=1), problem.region.norm_bound(), b)
         hi = b + support_upper(problem.region, a) + slack
         lo = b - support_upper(problem.region, -a) - slack
-        lip = np.linalg.norm(a, axis=1) * link.lipschitz_on(lo, hi)
-        return lip <= limit
-    A, _ = ex.pieces()
-    return np.linalg.norm(A, axis=2).max(axis=1) <= limit
+        lip_glm = np.linalg.norm(a, axis=1) * link.lipschitz_on(lo, hi)
+        # decided per example: the GLM bound where the example is generalized linear
+        lip = lip_glm if lip is None else np.where(glm.is_glm, lip_glm, lip)
+    return lip <= limit
 
 
 def _block(problem: RegularizedERM) -> EpigraphBlock:
@@ -193,6 +197,8 @@ def solve_joint(problem: RegularizedERM, settings: ConicSettings) -> JointSoluti
         raise SolverError(f"the joint program's solver returned status {sol.status} without usable "
                           "points")
     w = sol.x[:d].copy()
+    if not np.all(np.isfinite(w)):  # fail closed: a NaN proposal is a solver failure, never a point
+        raise SolverError("the joint program's solver returned a non-finite point")
     w_feas = problem.feasible_set.make_feasible(w)
     G = np.zeros((m, d))
     beta = np.zeros(m)
@@ -230,6 +236,13 @@ def solve_joint(problem: RegularizedERM, settings: ConicSettings) -> JointSoluti
             G[L] = pi[:, None] * a
             beta[L] = (pi * b - phistar - rounding_margin(pi * b, phistar) - link.conjugate_rounding(pi)
                        - 64 * EPS * np.abs(pi) * np.linalg.norm(a, axis=1) * reach)
+    # the certificate's bounds are relative to the problem's per-example offsets; a valid minorant of
+    # f_i stays one of f_i − κ_i when κ_i is subtracted and the difference rounded down
+    off = problem.offsets
+    shifted = off != 0
+    if np.any(shifted):
+        beta = beta.copy()
+        beta[shifted] = np.nextafter(beta[shifted] - off[shifted], -np.inf)
     cut = average_cut(problem, G, beta)
     return JointSolution(w=w_feas, cut=cut, status=sol.status, iterations=sol.iterations,
                          seconds=sol.solve_time, n_heavy=int(mh))

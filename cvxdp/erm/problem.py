@@ -53,6 +53,7 @@ class RegularizedERM:
     w0: np.ndarray
     w_domain: Domain | None = None
     extension: LipschitzExtension = field(init=False, repr=False)
+    _offsets: np.ndarray | None = field(init=False, repr=False, default=None)
 
     @property
     def feasible_set(self) -> Domain:
@@ -77,6 +78,20 @@ class RegularizedERM:
 
     def regularizer(self, w: np.ndarray) -> float:
         return 0.5 * self.lam * float(np.sum((np.asarray(w) - self.w0) ** 2))
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """Per-example constants ``κ_i`` every bound of this problem is taken relative to.
+
+        The certificate proves ``F(w̃) − min F ≤ α`` for ``F − (1/m) Σ κ_i`` — the same
+        minimizers and the same gaps as ``F`` — with every evaluation of example ``i`` shifted
+        by ``κ_i``, so a label or feature of ``10¹²`` costs its bracket nothing (see
+        :meth:`~cvxdp.extension.LipschitzExtension.level_offsets`).  Computed once per problem,
+        each ``κ_i`` from its own example and the public ``C`` and ``U``.
+        """
+        if self._offsets is None:
+            self._offsets = self.extension.level_offsets(self.examples)
+        return self._offsets
 
     def lipschitz_bound(self) -> float:
         """A bound on ``F``'s Lipschitz constant on ``U``: ``C + λ (diam U + dist(w₀, U))``."""
@@ -130,6 +145,15 @@ class ERMCertificate:
         return bool(self.gap <= self.required)
 
 
+def _largest_lower(*bounds: float) -> float:
+    """The largest of several valid lower bounds on a distance, NaN-safe: ``0`` if none is usable.
+
+    Python's ``max`` keeps a leading NaN (``max(nan, 1) = nan``, ``max(1, nan) = 1``), so NaNs are
+    dropped first; ``0`` is always a valid lower bound on a distance.
+    """
+    return max([0.0, *(float(b) for b in bounds if not math.isnan(b))])
+
+
 def distance_lower_bound(region: Domain, x: np.ndarray) -> float:
     """A certified lower bound on ``dist(x, U)``.
 
@@ -139,37 +163,51 @@ def distance_lower_bound(region: Domain, x: np.ndarray) -> float:
     error); for ``W ∩ B`` and intersections the largest of
     the parts' bounds (each part contains the set); otherwise the distance to
     a bounding ball.
+
+    Fails closed: a non-finite ``x`` or a NaN anywhere in the computation gives ``0``
+    (the vacuous bound), never NaN — a too *large* distance would lift the model's minimum
+    above the truth.
     """
     x = np.asarray(x, dtype=float)
+    if not np.all(np.isfinite(x)):
+        return 0.0
     if isinstance(region, Ellipsoid):
         # weak duality, dist(x, U) ≥ <v, x> − σ_U(v) for any unit v, with v toward the projection;
         # σ_U comes from a float eigendecomposition, whose error grows with the condition number
         p = region.project(x)
         dist = float(np.linalg.norm(x - p))
         ball = distance_lower_bound(Ball(*region.bounding_ball()), x)
-        if dist == 0.0:
+        if not dist > 0.0:
             return ball
         v = (x - p) / dist
         sig = float(region.support(v))
         cond = region.condition_number
         margin = (x.size + 64.0) * EPS * (cond + 1.0) * (abs(float(v @ region.center)) + abs(sig)
                                                         + float(np.linalg.norm(x)))
-        return max(float(v @ x) - sig - margin, ball, 0.0)
+        return _largest_lower(float(v @ x) - sig - margin, ball)
     if isinstance(region, Ball | Lens | Box | Simplex):
         dist = float(np.linalg.norm(x - region.project(x)))
-        return max(dist * (1.0 - 1e-12) - 64 * EPS * (1.0 + float(np.linalg.norm(x))), 0.0)
+        return _largest_lower(dist * (1.0 - 1e-12) - 64 * EPS * (1.0 + float(np.linalg.norm(x))))
     if isinstance(region, LocalizedDomain):
-        return max(distance_lower_bound(region.ball, x), distance_lower_bound(region.base, x))
+        return _largest_lower(distance_lower_bound(region.ball, x), distance_lower_bound(region.base, x))
     if isinstance(region, Intersection):
-        return max(distance_lower_bound(p, x) for p in region.parts
-                   if np.isfinite(p.bounding_ball()[1]))
+        return _largest_lower(*(distance_lower_bound(p, x) for p in region.parts
+                                if np.isfinite(p.bounding_ball()[1])))
     c, r = region.bounding_ball()
     return distance_lower_bound(Ball(c, r), x)
 
 
 def model_minimum(problem: RegularizedERM, g: np.ndarray, beta: float) -> float:
-    """Certified lower bound on ``min_{w∈U} <g, w> + β + (λ/2)||w − w₀||²``."""
+    """Certified lower bound on ``min_{w∈U} <g, w> + β + (λ/2)||w − w₀||²``.
+
+    Fails closed: a cut with a non-finite slope or intercept (``β = −∞`` is the oracle's honest
+    "no minorant"; NaN or ``+∞`` is no cut at all) and any non-finite result give ``−∞`` — a valid,
+    vacuous lower bound — never NaN or ``+∞``, which would make a certified gap NaN or ``−∞``.
+    """
     lam, w0 = problem.lam, problem.w0
+    g = np.asarray(g, dtype=float)
+    if not (np.all(np.isfinite(g)) and math.isfinite(beta)):
+        return -math.inf
     d = g.size
     center = w0 - g / lam
     dist = distance_lower_bound(problem.feasible_set, center)
@@ -181,12 +219,13 @@ def model_minimum(problem: RegularizedERM, g: np.ndarray, beta: float) -> float:
     shift = (d + 4.0) * EPS * float(np.linalg.norm(w0) + np.linalg.norm(g) / lam)
     margin = float(rounding_margin(gw0, gg, beta, 0.5 * lam * dist * dist)) + (d + 64.0) * EPS * float(
         np.linalg.norm(g) * np.linalg.norm(w0) + gg) + lam * (dist + shift) * shift
-    return val - margin
+    bound = val - margin
+    return bound if math.isfinite(bound) else -math.inf
 
 
 def evaluate_upper(problem: RegularizedERM, w: np.ndarray, tolerance: float) -> tuple[float, Cut]:
     """Certified ``F(w)`` upper bound at a point of the feasible set, and the oracle's cut at ``w``."""
-    ev = problem.extension.evaluate(w, problem.examples, tolerance=tolerance)
+    ev = problem.extension.evaluate(w, problem.examples, tolerance=tolerance, offsets=problem.offsets)
     reg = problem.regularizer(w)
     upper = float(np.mean(ev.upper)) + reg
     upper += float(rounding_margin(np.sum(np.abs(ev.upper)) / problem.m, reg))
@@ -210,6 +249,8 @@ def average_cut(problem: RegularizedERM, g: np.ndarray, beta: np.ndarray) -> Cut
         return Cut(g=np.zeros_like(g_bar), beta=-math.inf)
     reach = problem.feasible_set.norm_bound()
     margin = 4.0 * EPS * (abs(beta_bar) + float(np.linalg.norm(g_bar)) * reach)
+    if not math.isfinite(beta_bar - margin):  # a margin beyond float range: no usable cut
+        return Cut(g=np.zeros_like(g_bar), beta=-math.inf)
     return Cut(g=g_bar, beta=beta_bar - margin)
 
 
@@ -221,9 +262,25 @@ def bundle_lower_bound(problem: RegularizedERM, cuts: list[Cut]) -> tuple[float,
     multipliers of the cut rows), projects ``θ`` onto the simplex, and
     evaluates ``min_U Σ θ_j ℓ_j`` with :func:`model_minimum`.  The solver only
     proposes ``θ``; the bound is ours.
+
+    Fails closed.  A cut with a non-finite intercept or slope is dropped *before* the
+    combination: ``β_j = −∞`` is a vacuous minorant (the oracle could not certify one), and
+    ``θ_j · β_j`` with ``θ_j = 0`` would be ``0 · (−∞) = NaN``.  Dropping a cut only shrinks the
+    set of combinations, so the bound stays valid.  With no usable cut the bound is ``−∞``; a
+    non-finite combination falls back to the best single cut; the result is never NaN.
+    Returns the bound and ``θ`` over *all* the given cuts (zero on dropped ones; all zero when no
+    cut is usable).
     """
-    if len(cuts) == 1:
-        return model_minimum(problem, cuts[0].g, cuts[0].beta), np.ones(1)
+    theta_all = np.zeros(len(cuts))
+    usable = [j for j, c in enumerate(cuts)
+              if math.isfinite(float(c.beta)) and np.all(np.isfinite(np.asarray(c.g, dtype=float)))]
+    if not usable:
+        return -math.inf, theta_all
+    if len(usable) == 1:
+        theta_all[usable[0]] = 1.0
+        c = cuts[usable[0]]
+        return model_minimum(problem, c.g, c.beta), theta_all
+    cuts = [cuts[j] for j in usable]
     from cvxdp.conic.cones import Cone
     from cvxdp.conic.program import ConicSettings, ProgramBuilder, solve
     from cvxdp.geometry import project_onto_simplex
@@ -256,11 +313,15 @@ def bundle_lower_bound(problem: RegularizedERM, cuts: list[Cut]) -> tuple[float,
 
     P = sp.diags(np.concatenate([np.full(d, problem.lam), np.zeros(n - d)]), format="csc")
     sol = solve(builder.build(q, P), ConicSettings(tol=1e-11, max_iter=300))
-    theta = project_onto_simplex(np.maximum(sol.z[:k], 0.0)[None, :])[0] if sol.usable else \
-        np.eye(k)[int(np.argmax([model_minimum(problem, c.g, c.beta) for c in cuts]))]
+    theta = None
+    if sol.usable and np.all(np.isfinite(sol.z[:k])):
+        theta = project_onto_simplex(np.maximum(sol.z[:k], 0.0)[None, :])[0]
+        total = math.fsum(theta)
+        theta = theta / total if total > 0 and np.all(np.isfinite(theta)) else None
+    if theta is None:  # no usable weights: the best single cut (model_minimum is never NaN)
+        theta = np.eye(k)[int(np.argmax([model_minimum(problem, c.g, c.beta) for c in cuts]))]
     # Σθ_j ℓ_j is a minorant when Σθ = 1; after rounding Σθ = 1 + δ, which moves the combination
     # by |δ| times the cuts' size on U — charged below, with the rounding of θ·G and θ·B
-    theta = theta / math.fsum(theta)
     g = theta @ G
     beta = float(theta @ B)
     reach = problem.feasible_set.norm_bound()
@@ -270,4 +331,8 @@ def bundle_lower_bound(problem: RegularizedERM, cuts: list[Cut]) -> tuple[float,
     bound = model_minimum(problem, g, beta - slack)
     # a single cut is sometimes better than a poorly solved combination
     singles = [model_minimum(problem, c.g, c.beta) for c in cuts[-3:]]
-    return max(bound, *singles), theta
+    theta_all[usable] = theta
+    # every candidate is a valid lower bound or −∞ (model_minimum never returns NaN); drop NaN anyway,
+    # since Python's max keeps a leading NaN
+    candidates = [v for v in (bound, *singles) if not math.isnan(v)]
+    return (max(candidates) if candidates else -math.inf), theta_all

@@ -18,8 +18,19 @@ Methods (``ERMSettings.method``):
     The deterministic ellipsoid method over the certified oracle from a ball
     around ``U``, with its a-priori iteration bound (the paper's E.3 mode).
 ``"adaptive-subgradient"``
-    Algorithm 4, faithfully; certified by Proposition 2.8's stopping rule and
-    re-checked by the evaluated certificate.
+    Algorithm 4, faithfully, until Proposition 2.8's stopping rule holds; the
+    average iterate is then released only if its *evaluated* certificate (the
+    oracle's certified bracket at that point) is ``≤ α`` — the rule's bound holds
+    for exact arithmetic on the joint iterate, not for the float point released —
+    else the cutting-plane refinement takes over (``refine=True``) or nothing is
+    released.  The reported gap is the evaluated one.
+
+**Failing closed.** Every gate compares a *certified* gap — ``+∞`` whenever
+``upper − lower`` is NaN, negative, or belongs to a non-finite point
+(:func:`certified_gap`) — and refuses with ``not (gap <= α)``, so a NaN from a
+solver, an oracle or a ``0·∞`` in a bound leads to refinement or to no release,
+never to a release.  Refusal messages quote only public quantities (``α``, the
+method and settings); the certified gaps go to the DEBUG log.
 """
 
 from __future__ import annotations
@@ -55,7 +66,8 @@ class ERMSettings:
     conic:
         Solver settings of the joint program.
     refine:
-        Try the refinement ladder when the first certificate misses ``α``.
+        Try the refinement ladder when the first certificate misses ``α`` (for
+        ``"adaptive-subgradient"``: the cutting-plane refinement).
     cutting_plane_iterations:
         Cap on ellipsoid steps (the a-priori bound is used when smaller).
     subgradient_iterations:
@@ -84,9 +96,41 @@ def _certify(problem: RegularizedERM, w: np.ndarray, cuts: list, alpha: float, t
     return upper, lower, all_cuts
 
 
+def certified_gap(upper: float, lower: float, w: np.ndarray) -> float:
+    """``upper − lower`` as a certified gap, failing closed: ``+∞`` unless it is a number ``≥ 0`` at a
+    finite point.
+
+    NaN (``0·∞`` in a bound, a solver's NaN point) passes no comparison, so ``gap > α`` would be
+    False and an uncertified point would slip through; a negative gap (lower above upper) can only
+    come from an invalid bound.  Both become ``+∞``: a failure that leads to refinement or to no
+    release, never to a release.
+    """
+    gap = float(upper) - float(lower)
+    if not (gap >= 0.0) or not np.all(np.isfinite(np.asarray(w, dtype=float))):
+        return math.inf
+    return gap
+
+
+def _failure(alpha: float, settings: ERMSettings) -> CertificationError:
+    # α, the method and the settings are public; the certified gap and the steps taken depend on the
+    # data, so they go to the DEBUG log (see the caller), not into the message
+    ladder = settings.method == "conic" and settings.refine
+    advice = "raise cutting_plane_iterations" if ladder else "use method='conic' with refine=True"
+    return CertificationError(
+        f"could not certify an α-minimizer for α = {alpha:.3e} with method={settings.method!r}"
+        f"{' and its refinement' if settings.refine else ' (refine=False)'}; nothing was released. "
+        f"To fix: {advice}, or choose a larger α (a public choice: it enters the sensitivity)."
+    )
+
+
 def solve_certified(problem: RegularizedERM, alpha: float, settings: ERMSettings | None = None
                     ) -> tuple[np.ndarray, ERMCertificate]:
-    """A point of ``U`` certified to be an ``α``-minimizer of the regularized extension ERM."""
+    """A point of ``U`` certified to be an ``α``-minimizer of the regularized extension ERM.
+
+    Every gate fails closed: a gap is :func:`certified_gap` (NaN, negative or at a non-finite point:
+    ``+∞``), the best point is the one with the smallest such gap, and the point is released only if
+    ``gap ≤ α`` holds — written ``not (gap <= α)`` for the refusal, so NaN can never pass.
+    """
     settings = settings or ERMSettings()
     alpha = positive_finite("alpha", alpha)
     t0 = time.perf_counter()
@@ -99,12 +143,30 @@ def solve_certified(problem: RegularizedERM, alpha: float, settings: ERMSettings
 
     def record(w: np.ndarray, upper: float, lower: float, label: str) -> float:
         nonlocal best
-        gap = upper - lower
+        gap = certified_gap(upper, lower, w)
         steps.append(label)
         notes.append(f"{label}: gap {gap:.3e}")
         if best is None or gap < best[0]:
             best = (gap, w, upper, lower)
         return gap
+
+    def refine() -> None:
+        """The cutting-plane method from a ball that provably contains the minimizer."""
+        nonlocal iterations
+        # the minimizer lies within sqrt(2·gap/λ) of any point with that certified gap (strong
+        # convexity); without a certified gap, search a ball around the whole region
+        if best is not None and math.isfinite(best[0]):
+            center = best[1]
+            radius = math.sqrt(2.0 * max(best[0], alpha) / problem.lam) * (1.0 + 1e-6)
+        else:
+            center, radius = problem.feasible_set.bounding_ball()
+        try:
+            res = ellipsoid_method(problem, alpha, center, radius,
+                                   max_iterations=settings.cutting_plane_iterations, oracle_tolerance=tol)
+            iterations += res.iterations
+            record(res.w, res.upper, res.lower, f"cutting-plane refinement ({res.iterations} steps)")
+        except (SolverError, CertificationError) as exc:
+            notes.append(f"cutting-plane refinement failed: {exc}")
 
     if settings.method == "conic":
         cuts: list = []
@@ -124,22 +186,8 @@ def solve_certified(problem: RegularizedERM, alpha: float, settings: ERMSettings
                 continue
             if record(sol.w, upper, lower, f"{conic.solver}(tol={conic.tol:.0e})") <= alpha:
                 break
-        if settings.refine and (best is None or best[0] > alpha):
-            # the minimizer lies within sqrt(2·gap/λ) of any point with that certified gap
-            # (strong convexity); without a point, search the whole region
-            if best is not None and np.isfinite(best[0]):
-                center = best[1]
-                radius = math.sqrt(2.0 * max(best[0], alpha) / problem.lam) * (1.0 + 1e-6)
-            else:
-                center, radius = problem.feasible_set.bounding_ball()
-            try:
-                res = ellipsoid_method(problem, alpha, center, radius,
-                                       max_iterations=settings.cutting_plane_iterations,
-                                       oracle_tolerance=tol)
-                iterations += res.iterations
-                record(res.w, res.upper, res.lower, f"cutting-plane refinement ({res.iterations} steps)")
-            except (SolverError, CertificationError) as exc:
-                notes.append(f"cutting-plane refinement failed: {exc}")
+        if settings.refine and (best is None or not (best[0] <= alpha)):
+            refine()
     elif settings.method == "cutting-plane":
         c, r = problem.feasible_set.bounding_ball()
         res = ellipsoid_method(problem, alpha, c, r * (1.0 + 1e-9),
@@ -157,25 +205,30 @@ def solve_certified(problem: RegularizedERM, alpha: float, settings: ERMSettings
                 f"{settings.subgradient_iterations} iterations; nothing was released. Increase "
                 "subgradient_iterations or use method='conic'."
             )
-        upper, lower, _ = _certify(problem, res.w, [], alpha, tol)
-        # Proposition 2.8 certifies α by itself; the evaluated bracket is reported next to it.
-        record(res.w, upper, min(lower, upper - 0.0), "adaptive-subgradient (Prop. 2.8)")
         notes.append(f"stopping rule met after {res.iterations} steps")
-        gap, w, upper, lower = best
-        cert = ERMCertificate(required=alpha, gap=min(gap, alpha), upper=upper, lower=upper - min(gap, alpha),
-                              method="adaptive-subgradient", iterations=iterations,
-                              seconds=time.perf_counter() - t0, notes=notes)
-        return w, cert
+        # Proposition 2.8's rule is a proposal, not a certificate: it holds for exact subgradients and
+        # projections in exact arithmetic, and for the joint iterate, not for the float point we
+        # release. The point is released only if its *evaluated* certificate reaches α; otherwise
+        # the cutting-plane refinement takes over from the ball the evaluated gap allows, or nothing
+        # is released.
+        try:
+            upper, lower, _ = _certify(problem, res.w, [], alpha, tol)
+        except (SolverError, CertificationError) as exc:
+            notes.append(f"certificate of Algorithm 4's point failed: {exc}")
+        else:
+            record(res.w, upper, lower, "adaptive-subgradient (Prop. 2.8)")
+        if settings.refine and (best is None or not (best[0] <= alpha)):
+            refine()
     if best is None:
-        raise CertificationError("no solver produced a point; nothing was released.")
+        raise CertificationError("no solver produced a point; nothing was released. Use method='conic' "
+                                 "with refine=True.")
     gap, w, upper, lower = best
-    cert = ERMCertificate(required=alpha, gap=gap, upper=upper, lower=lower, method=" → ".join(steps),
+    method = " → ".join(steps)
+    if not (gap <= alpha):
+        logger.debug("certification failed: best certified gap %.3e > α %.3e via %s", gap, alpha, method)
+        raise _failure(alpha, settings)
+    cert = ERMCertificate(required=alpha, gap=gap, upper=upper, lower=lower, method=method,
                           iterations=iterations, seconds=time.perf_counter() - t0, notes=notes,
                           iteration_bound=bound)
-    if gap > alpha:
-        raise CertificationError(
-            f"could not certify an α-minimizer: best certified gap {gap:.3e} > α = {alpha:.3e} "
-            f"after {' → '.join(steps)}; nothing was released."
-        )
     logger.debug("certified ERM: gap %.3e ≤ α %.3e via %s", gap, alpha, cert.method)
     return w, cert

@@ -4,7 +4,8 @@ Given a public set ``U = W ∩ B(c, r)`` with diameter at most ``R``:
 
 1. ``w̃`` ← a *certified* ``α``-minimizer of ``F_{C,U,λ}`` over ``U``
    (:func:`~cvxdp.erm.solver.solve_certified`; an uncertified point is never
-   released — the solver refines or raises);
+   released — the solver refines or raises, and the certificate is checked once
+   more here with ``not (gap <= α)``, so a NaN gap cannot pass);
 2. the ledger is charged ``ε_j`` for the batch *before* any noise is drawn;
 3. ``w_loc = Π_W(snap(w̃ + b))``, ``b`` ℓ2-Laplace with the profile's public scale,
    snapped to a grid coarser than the noise's float resolution
@@ -25,6 +26,7 @@ import numpy as np
 
 from cvxdp.erm.problem import ERMCertificate, RegularizedERM
 from cvxdp.erm.solver import ERMSettings, solve_certified
+from cvxdp.error import CertificationError
 from cvxdp.geometry import Domain
 from cvxdp.ledger import PrivacyLedger
 from cvxdp.localization.profiles import Profile, RoundPlan
@@ -65,6 +67,9 @@ def localized_output_perturbation(problem: RegularizedERM, *, epsilon: float, be
                                   round_index: int = 0, snap: bool = True) -> LocalizationStep:
     """Run Algorithm 2 on ``problem`` (whose ``region`` is ``U`` and ``C`` is ``plan.C``)."""
     w_tilde, cert = solve_certified(problem, plan.alpha, erm)
+    if not (cert.gap <= plan.alpha and np.all(np.isfinite(w_tilde))):  # fail closed, before any noise
+        raise CertificationError(f"the ERM solver returned a point not certified to α = {plan.alpha:.3e}; "
+                                 "nothing was released.")
     mech = L2LaplaceMechanism(plan.sensitivity, plan.sensitivity / plan.noise_scale, problem.dim)
     ledger.charge(epsilon, batch_indices, mechanism="localized output perturbation", batch=batch,
                   sensitivity=plan.sensitivity, noise_scale=plan.noise_scale,
@@ -78,10 +83,20 @@ def localized_output_perturbation(problem: RegularizedERM, *, epsilon: float, be
 
 def release_point(w_tilde: np.ndarray, mechanism: L2LaplaceMechanism, domain: Domain,
                   source: NoiseSource, snap: bool = True) -> np.ndarray:
-    """Step 3 of Algorithm 2: noise, snapping to ``Λ Z^d`` in a box around ``W``, projection onto ``W``."""
+    """Step 3 of Algorithm 2: noise, snapping to ``Λ Z^d`` in a box around ``W``, projection onto ``W``.
+
+    Fails closed: a non-finite ``w̃`` is refused before any noise is drawn and a non-finite noise
+    sample after (:meth:`L2LaplaceMechanism.release <cvxdp.mechanisms.L2LaplaceMechanism.release>`);
+    the projected point is checked once more — a function of the noisy release alone, so that
+    check is post-processing.
+    """
     c, r = domain.bounding_ball()
     noisy = mechanism.release(w_tilde, source, (c - r, c + r), snap=snap)
-    return domain.make_feasible(domain.project(noisy))
+    out = domain.make_feasible(domain.project(noisy))
+    if not np.all(np.isfinite(out)):
+        raise CertificationError("the projection of the noisy point onto W is not finite; nothing was "
+                                 "released.")
+    return out
 
 
 __all__ = ["LocalizationStep", "Profile", "localized_output_perturbation", "release_point"]

@@ -30,7 +30,7 @@ from functools import lru_cache
 import numpy as np
 
 from cvxdp.erm.solver import ERMSettings
-from cvxdp.error import ParameterError
+from cvxdp.error import CertificationError, ParameterError
 from cvxdp.ledger import PrivacyLedger
 from cvxdp.localization.output_perturbation import LocalizationStep
 from cvxdp.localization.profiles import Profile
@@ -208,13 +208,27 @@ def majority_vote(candidates: np.ndarray, radius: float) -> int:
 
     Falls back to the candidate with the most such neighbours.  Uses only the
     private candidates and a public radius: post-processing.
+
+    Fails closed: a non-finite candidate is never chosen and is nobody's neighbour
+    (NaN distances compare False, but ``argmax`` must not fall back to it); if no
+    candidate is finite, :class:`~cvxdp.error.CertificationError` — a function of
+    the released candidates alone, so post-processing too.  A radius that is not a
+    finite number ``≥ 0`` (public) is a :class:`~cvxdp.error.ParameterError`.
     """
+    radius = float(radius)
+    if not (math.isfinite(radius) and radius >= 0.0):
+        raise ParameterError("the majority vote needs a finite radius >= 0 (a public radius).")
+    candidates = np.asarray(candidates, dtype=float)
     J = candidates.shape[0]
+    finite = np.all(np.isfinite(candidates.reshape(J, -1)), axis=1)
+    if not finite.any():
+        raise CertificationError("no candidate of the majority vote is finite; nothing was released.")
     if J == 1:
         return 0
     dist = np.linalg.norm(candidates[:, None, :] - candidates[None, :, :], axis=-1)
-    close = (dist <= 2.0 * radius).sum(axis=1) - 1
-    winners = np.nonzero(close > (J - 1) / 2.0)[0]
+    near = (dist <= 2.0 * radius) & finite[:, None] & finite[None, :]
+    close = np.where(finite, near.sum(axis=1) - 1, -1)  # a finite candidate is near itself
+    winners = np.nonzero(finite & (close > (J - 1) / 2.0))[0]
     return int(winners[0]) if winners.size else int(np.argmax(close))
 
 
@@ -252,5 +266,5 @@ def population_localization(model: Model, examples: Examples, *, epsilon: float,
             radii.append(res.final_radius)
             if progress is not None:
                 progress.update(1)
-        w0 = candidates[majority_vote(np.array(candidates), max(radii))]
+        w0 = candidates[majority_vote(np.array(candidates), float(np.max(radii)))]  # NaN-propagating max
     return PopulationResult(w=w0, steps=steps, schedule=schedule)

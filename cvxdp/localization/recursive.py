@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
 from cvxdp.erm.problem import RegularizedERM
 from cvxdp.erm.solver import ERMSettings
 from cvxdp.geometry import localize as localize_set
-from cvxdp.ledger import PrivacyLedger
+from cvxdp.ledger import PrivacyLedger, float_down
 from cvxdp.localization.output_perturbation import LocalizationStep, localized_output_perturbation
 from cvxdp.localization.profiles import Profile
 from cvxdp.loss import Examples
@@ -48,11 +49,24 @@ def round_count(d: int, m: int, epsilon: float, lam: float, k: float, G_k: float
 
 
 def allocation(S: int, k: float) -> np.ndarray:
-    """``θ_j = (1 − a) a^{S−1−j} / (1 − a^S)`` with ``a = 1/(k+1)``; sums to one."""
+    """``θ_j = (1 − a) a^{S−1−j} / (1 − a^S)`` with ``a = 1/(k+1)``; sums to one, less one ulp.
+
+    The shares ``θ_0 … θ_{S−2}`` are the formula's floats; the largest, ``θ_{S−1}``, is
+    the exact remainder ``(1 − 2⁻⁵³) − Σ_{j<S−1} θ_j`` rounded down.  So, exactly in
+    rational arithmetic, ``Σ θ_j ≤ 1 − u`` with ``u = 2⁻⁵³``, and for *every* float
+    ``ε`` the float products satisfy ``Σ_j fl(ε θ_j) ≤ (1 + u) ε Σ θ_j ≤ (1 − u²) ε < ε``
+    (each product is correctly rounded, within a factor ``1 + u`` of ``ε θ_j``, as long
+    as it is a normal float: ``ε ≥ 10⁻¹⁰`` and ``θ_j ≥ (k + 1)^{−S}`` keep it far above
+    ``10⁻³⁰⁰`` for ``k ≤ 1000``, ``S ≤ 8``).  The rounds' charges therefore add up to at most
+    the batch's budget in exact arithmetic, which is what the ledger checks; the
+    budget left unspent is below ``2⁻⁵²·ε``.
+    """
     a = 1.0 / (k + 1.0)
     j = np.arange(S)
     theta = (1.0 - a) * a ** (S - 1 - j) / (1.0 - a**S)
-    return theta / theta.sum()
+    below_one = Fraction(1) - Fraction(1, 2**53)
+    theta[-1] = float_down(below_one - sum((Fraction(float(t)) for t in theta[:-1]), Fraction(0)))
+    return theta
 
 
 @dataclass

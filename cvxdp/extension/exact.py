@@ -1,0 +1,548 @@
+"""Exact-arithmetic brackets for the examples float64 cannot resolve (refusal-free certification).
+
+A float64 bracket of ``f_{C,U}(w, z)`` carries a rounding margin proportional to
+the *terms* of its formulas: an example with a label of ``10¹⁰`` or features of
+``10¹²`` has terms that large, so its float bracket is far wider than any
+accuracy ``α`` a release can afford, and a certificate that needs it would
+refuse — an observable event that one record can cause.  This module
+re-evaluates such an example in exact rational arithmetic
+(:class:`fractions.Fraction` of the float inputs, which is exact), so the
+width of its bracket no longer depends on its magnitude.
+
+For a generalized linear example with a piecewise-linear link,
+
+    f(y) = φ(<a, y> + b),    φ(u) = max_j κ_j u + e_j,
+
+on ``U`` a ball or a lens, the bracket is built from float *proposals* (the
+closed-form path's inner point ``y``, slope ``g`` and conjugate weight ``π``)
+that are repaired and evaluated exactly:
+
+* **upper** — the proposal is *polished*: projected in high precision
+  (:mod:`decimal`, Newton's method on the constraints that are active at the
+  proposal: the kink ``<a, y> + b = u_k`` and the spheres of ``U``, each sphere
+  shrunk by a relative ``2⁻ᵖ``) so that a steep slope does not turn the
+  proposal's float rounding into a visible loss.  Every candidate ``y`` is
+  tested for membership in ``U`` *exactly* (``||y − c||² ≤ r²`` in rationals);
+  ``f(y) + C||w − y||`` is then exact but for one square root, bounded above by
+  an integer square root at ``p`` bits.
+* **lower** — the minorant ``u ↦ <g, u> + β`` with
+  ``β = π b − φ*(π) − σ_U(g − π a)`` (Appendix E.3) for ``||g|| ≤ C`` (tested
+  exactly) and ``π`` in ``[min κ, max κ]``: ``φ*`` is the lower convex envelope
+  of ``(κ_j, −e_j)``, exact in rationals; ``σ_U`` is bounded above exactly:
+  ``<c, v> + r·√(||v||²)`` for a ball, and for a lens the inf-convolution bound
+  ``σ_{B₁}(v − μ) + σ_{B₂}(μ) ≥ σ_{B₁∩B₂}(v)`` (valid for every ``μ``) at
+  ``μ ∈ {0, v, μ*}``, ``μ*`` the split of ``v`` over the two normals at the
+  lens's extreme point, computed in high precision.  Several ``π`` (the
+  proposal, the pieces' slopes, the least-squares multiplier at the polished
+  point) are tried; the best bound is kept.
+* both are shifted by the example's **offset** ``κ_i`` — a per-example constant
+  fixed for a whole ERM problem (:meth:`LipschitzExtension.level_offsets`) —
+  *before* they are rounded to float, the upper one up and the lower one down.
+  Subtracting a constant from one example's loss changes no minimizer, and
+  makes the rounded value of size ``C·diam U``, not of the example's level.
+
+``p`` is chosen from the example's own magnitudes and the requested tolerance
+(:func:`precision_bits`), so everything here is a function of the example,
+the query point and public inputs only.  Cost: milliseconds per example, in
+Python — meant for the few examples the float path cannot certify.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from decimal import Decimal, localcontext
+from fractions import Fraction
+
+import numpy as np
+
+from cvxdp.geometry import Ball, Lens
+
+Vector = list[Fraction]
+
+
+# -- exact scalar helpers ----------------------------------------------------------------------------
+def _q(x: float) -> Fraction:
+    return Fraction(float(x))
+
+
+def _qv(v: np.ndarray) -> Vector:
+    return [Fraction(float(t)) for t in v]
+
+
+def _dot(u: Vector, v: Vector) -> Fraction:
+    return sum((a * b for a, b in zip(u, v, strict=True)), Fraction(0))
+
+
+def _sub(u: Vector, v: Vector) -> Vector:
+    return [a - b for a, b in zip(u, v, strict=True)]
+
+
+def sqrt_upper(q: Fraction, bits: int) -> Fraction:
+    """A rational ``s ≥ √q`` with ``s ≤ √q (1 + 2^{−bits})`` (``q ≥ 0``), from an integer square root."""
+    if q < 0:
+        raise ValueError("sqrt_upper needs q >= 0")
+    if q == 0:
+        return Fraction(0)
+    n, d = q.numerator, q.denominator
+    nd = n * d  # √(n/d) = √(n d) / d
+    shift = max(0, bits - nd.bit_length() // 2 + 2)
+    s = math.isqrt(nd << (2 * shift))  # s ≤ √(n d)·2^shift < s + 1
+    return Fraction(s + 1, d << shift)
+
+
+def round_up(q: Fraction) -> float:
+    """The smallest float ``≥ q`` (``+∞`` beyond the float range)."""
+    try:
+        f = float(q)
+    except OverflowError:
+        return math.inf if q > 0 else -math.inf
+    if math.isfinite(f) and Fraction(f) < q:
+        f = math.nextafter(f, math.inf)
+    return f
+
+
+def round_down(q: Fraction) -> float:
+    """The largest float ``≤ q`` (``−∞`` beyond the float range)."""
+    try:
+        f = float(q)
+    except OverflowError:
+        return math.inf if q > 0 else -math.inf
+    if math.isfinite(f) and Fraction(f) > q:
+        f = math.nextafter(f, -math.inf)
+    return f
+
+
+def precision_bits(magnitude: float, tolerance: float) -> int:
+    """Bits of the square roots and of the polishing: enough that ``magnitude·2^{−p} ≤ 10⁻⁶ tolerance``."""
+    if not (magnitude > 0 and math.isfinite(magnitude)):
+        magnitude = 1.0
+    return int(min(max(64, 64 + math.ceil(math.log2(magnitude / tolerance))), 8000))
+
+
+# -- the region, exactly -----------------------------------------------------------------------------
+def _balls(region: Ball | Lens) -> list[tuple[np.ndarray, float]]:
+    if isinstance(region, Lens):
+        return [(region.first.center, region.first.radius), (region.second.center, region.second.radius)]
+    return [(region.center, region.radius)]
+
+
+def _inside(y: Vector, balls: list[tuple[Vector, Fraction]]) -> bool:
+    for c, r in balls:
+        diff = _sub(y, c)
+        if _dot(diff, diff) > r * r:
+            return False
+    return True
+
+
+def _ball_support_upper(v: Vector, c: Vector, r: Fraction, bits: int) -> Fraction:
+    return _dot(c, v) + r * sqrt_upper(_dot(v, v), bits)
+
+
+# -- high-precision polishing ------------------------------------------------------------------------
+def _solve_small(M: list[list[Decimal]], rhs: list[Decimal]) -> list[Decimal] | None:
+    """Gaussian elimination with partial pivoting for a k × k system (k ≤ 4), in the current context."""
+    k = len(rhs)
+    A = [row[:] + [rhs[i]] for i, row in enumerate(M)]
+    for col in range(k):
+        piv = max(range(col, k), key=lambda i: abs(A[i][col]))
+        if A[piv][col] == 0:
+            return None
+        A[col], A[piv] = A[piv], A[col]
+        for i in range(col + 1, k):
+            f = A[i][col] / A[col][col]
+            for j in range(col, k + 1):
+                A[i][j] -= f * A[col][j]
+    x = [Decimal(0)] * k
+    for i in reversed(range(k)):
+        s = A[i][k] - sum(A[i][j] * x[j] for j in range(i + 1, k))
+        x[i] = s / A[i][i]
+    return x
+
+
+def _polish(y0: np.ndarray, planes: list[tuple[np.ndarray, Fraction]],
+            spheres: list[tuple[np.ndarray, Fraction]], digits: int) -> Vector | None:
+    """Newton's method (minimum-norm steps) onto ``{<a, y> = t} ∩ {||y − c||² = ρ²}`` in high precision."""
+    with localcontext() as ctx:
+        ctx.prec = digits
+        y = [Decimal(float(t)) for t in y0]
+        P = [([Decimal(float(t)) for t in a], Decimal(t.numerator) / Decimal(t.denominator))
+             for a, t in planes]
+        S = [([Decimal(float(t)) for t in c], Decimal(rho.numerator) / Decimal(rho.denominator))
+             for c, rho in spheres]
+        for _ in range(8):
+            rows, h = [], []
+            for a, t in P:
+                rows.append(a)
+                h.append(sum(ai * yi for ai, yi in zip(a, y, strict=True)) - t)
+            for c, rho2 in S:
+                diff = [yi - ci for yi, ci in zip(y, c, strict=True)]
+                rows.append([2 * t for t in diff])
+                h.append(sum(t * t for t in diff) - rho2)
+            if not rows:
+                break
+            gram = [[sum(p * q for p, q in zip(r1, r2, strict=True)) for r2 in rows] for r1 in rows]
+            lam = _solve_small(gram, h)
+            if lam is None:
+                return None
+            step = [sum(lam[i] * rows[i][j] for i in range(len(rows))) for j in range(len(y))]
+            y = [yi - si for yi, si in zip(y, step, strict=True)]
+        return [Fraction(t) for t in y]
+
+
+def _least_squares(cols: list[np.ndarray], target: np.ndarray, digits: int,
+                   minus: np.ndarray | None = None) -> list[Fraction] | None:
+    """Coefficients ``x`` minimizing ``||Σ x_i col_i − (target − minus)||`` (normal equations).
+
+    In high precision; ``minus`` too is subtracted there: ``g − A_j`` in float would lose ``g``
+    beside a slope of 10¹⁰⁰.
+    """
+    with localcontext() as ctx:
+        ctx.prec = digits
+        C = [[Decimal(float(t)) for t in c] for c in cols]
+        b = [Decimal(float(t)) for t in target]
+        if minus is not None:
+            b = [bi - Decimal(float(t)) for bi, t in zip(b, minus, strict=True)]
+        gram = [[sum(p * q for p, q in zip(c1, c2, strict=True)) for c2 in C] for c1 in C]
+        rhs = [sum(p * q for p, q in zip(c, b, strict=True)) for c in C]
+        x = _solve_small(gram, rhs)
+        return None if x is None else [Fraction(t) for t in x]
+
+
+# -- the bracket -------------------------------------------------------------------------------------
+@dataclass
+class ExactBracket:
+    """One example's exact bracket of ``f_{C,U}(w) − offset`` (rationals) and its float rounding."""
+
+    upper: Fraction | None
+    lower: Fraction | None
+    g: np.ndarray
+    beta: Fraction | None
+    y: np.ndarray
+
+    def rounded(self) -> tuple[float, float, float]:
+        """``(upper ↑, lower ↓, β ↓)`` as floats; ``±∞`` where no bound was found."""
+        up = math.inf if self.upper is None else round_up(self.upper)
+        lo = -math.inf if self.lower is None else round_down(self.lower)
+        be = -math.inf if self.beta is None else round_down(self.beta)
+        return up, lo, be
+
+
+def _upper_candidates(yf: np.ndarray, P: np.ndarray, q: np.ndarray, Pq: list[Vector], qq: Vector,
+                      balls: list[tuple[np.ndarray, float]], qballs: list[tuple[Vector, Fraction]],
+                      shrink: Fraction, digits: int) -> list[Vector]:
+    """The proposal, and its projections onto the constraints active near it, that lie in ``U`` exactly.
+
+    Active near ``y``: the kink between the two largest pieces (``<A_j − A_l, y> = b_l − b_j``) and
+    the spheres of ``U`` that ``y`` is within a relative ``10⁻⁶`` of.
+    """
+    planes: list[tuple[np.ndarray, Fraction]] = []
+    if P.shape[0] >= 2:
+        order = np.argsort(-(P @ yf + q))
+        j1 = int(order[0])
+        for j2 in order[1:]:
+            j2 = int(j2)
+            normal = _sub(Pq[j1], Pq[j2])
+            if any(t != 0 for t in normal):
+                planes.append((np.array([float(t) for t in normal]), qq[j2] - qq[j1]))
+                break
+    near = [i for i, (c, r) in enumerate(balls) if float(np.linalg.norm(yf - c)) >= r * (1.0 - 1e-6)]
+    candidates: list[Vector] = []
+    yq = _qv(yf)
+    if _inside(yq, qballs):
+        candidates.append(yq)
+    for use_plane in ([False, True] if planes else [False]):
+        for k in range(len(near) + 1):
+            for subset in itertools.combinations(near, k):
+                if not use_plane and not subset:
+                    continue
+                spheres = [(balls[i][0], (qballs[i][1] * shrink) ** 2) for i in subset]
+                y = _polish(yf, planes if use_plane else [], spheres, digits)
+                if y is not None and _inside(y, qballs):
+                    candidates.append(y)
+    return candidates
+
+
+def exact_bracket(w: np.ndarray, P: np.ndarray, q: np.ndarray, C: float, region: Ball | Lens,
+                  y_prop: np.ndarray | list[np.ndarray], g_prop: np.ndarray | list[np.ndarray],
+                  theta_prop: np.ndarray | list[np.ndarray], offset: float, tolerance: float
+                  ) -> ExactBracket:
+    """Exact bracket of ``f_{C,U}(w) − offset`` for ``f(y) = max_j <A_j, y> + b_j`` on a ball or lens.
+
+    ``P`` stacks the pieces' slopes ``A_j`` (``(M, d)``) and ``q`` their intercepts — the affine
+    data recovered from the loss's expression, taken exactly.  The proposals (one each or lists:
+    inner points ``y``, slopes ``g``, simplex weights ``θ``) only steer the search; every bound is
+    evaluated in rationals, the minorant by the E.3 formula ``β = θᵀb − σ_U(g − Aᵀθ)``.
+    """
+    d = P.shape[1]
+    y_props = [np.asarray(y, float) for y in (y_prop if isinstance(y_prop, list) else [y_prop])]
+    g_props = [np.asarray(g, float) for g in (g_prop if isinstance(g_prop, list) else [g_prop])]
+    t_props = [np.asarray(t, float) for t in (theta_prop if isinstance(theta_prop, list) else [theta_prop])]
+    balls = _balls(region)
+    qballs = [(_qv(c), _q(r)) for c, r in balls]
+    Pq = [_qv(row) for row in P]
+    qq = _qv(q)
+    wq = _qv(w)
+    Cq, off = _q(C), _q(offset)
+    M = len(qq)
+    reach = max(float(np.linalg.norm(c)) + r for c, r in balls)
+    magnitude = (float(np.max(np.linalg.norm(P, axis=1))) * (reach + max(float(np.linalg.norm(y))
+                                                                         for y in y_props))
+                 + float(np.max(np.abs(q))) + C * (float(np.linalg.norm(w)) + reach) + 1.0)
+    bits = precision_bits(magnitude, tolerance)
+    digits = int(bits * 0.30103 * 2) + 30
+    shrink = Fraction(1) - Fraction(1, 1 << bits)
+
+    def value(y: Vector) -> Fraction:
+        f = max(_dot(row, y) + bj for row, bj in zip(Pq, qq, strict=True))
+        diff = _sub(wq, y)
+        return f + Cq * sqrt_upper(_dot(diff, diff), bits) - off
+
+    # ---- upper: polished candidates, tested exactly -----------------------------------------------
+    candidates: list[Vector] = []
+    for yf in y_props:
+        candidates.extend(_upper_candidates(yf, P, q, Pq, qq, balls, qballs, shrink, digits))
+    if not candidates:
+        # pull the proposal toward an interior point until it is inside, exactly
+        p = _qv(region.interior_point())
+        yq = _qv(y_props[0])
+        for e in (bits, 60, 40, 20, 10, 4, 1):
+            t = Fraction(1) - Fraction(1, 1 << e)
+            y = [pi + t * (yi - pi) for pi, yi in zip(p, yq, strict=True)]
+            if _inside(y, qballs):
+                candidates.append(y)
+                break
+    best_upper: Fraction | None = None
+    best_y: Vector | None = None
+    for y in candidates:
+        v = value(y)
+        if best_upper is None or v < best_upper:
+            best_upper, best_y = v, y
+    y_out = _float_inside(best_y, qballs, region) if best_y is not None else None
+
+    # ---- lower: exact minorants for a few (g, θ) ---------------------------------------------------
+    # the proposals, the direction from the best inner point, zero (w in the flat part of f_{C,U}),
+    # and the pieces' own slopes (the extension equals f near w)
+    g_cands = [*g_props, np.zeros(d)]
+    if best_y is not None:
+        diff = np.asarray(w, float) - np.array([float(t) for t in best_y])
+        nd = float(np.linalg.norm(diff))
+        if nd > 0:
+            g_cands.append(C * diff / nd)
+    g_cands.extend(P[j] for j in range(M))
+    thetas: list[Vector] = []
+    for t in t_props:
+        thetas.append(_simplex_exact(t))
+    thetas.extend([Fraction(int(i == j)) for i in range(M)] for j in range(M))
+    if best_y is not None and M >= 2:
+        # θ on the two top pieces with g − Aᵀθ in the normal cone at y: least squares over (θ, λ)
+        yb = np.array([float(t) for t in best_y])
+        order = np.argsort(-(P @ yb + q))
+        j1, j2 = int(order[0]), int(order[1])
+        normals = [yb - c for c, _ in balls]
+        for g in g_cands[:3]:
+            for k in range(len(balls) + 1):
+                for subset in itertools.combinations(range(len(balls)), k):
+                    sol = _least_squares([P[j1] - P[j2]] + [normals[i] for i in subset], g, digits,
+                                         minus=P[j2])
+                    if sol is not None:
+                        t = min(max(sol[0], Fraction(0)), Fraction(1))
+                        th = [Fraction(0)] * M
+                        th[j1], th[j2] = t, 1 - t
+                        thetas.append(th)
+    best_lower: Fraction | None = None
+    best_beta: Fraction | None = None
+    best_g = np.zeros(d)
+    for g in g_cands:
+        g = _into_ball(g, Cq)
+        gq = _qv(g)
+        gw = _dot(gq, wq)
+        for th in thetas:
+            v = list(gq)
+            for j in range(M):
+                if th[j]:
+                    v = [vi - th[j] * pj for vi, pj in zip(v, Pq[j], strict=True)]
+            sigma = _support_upper(v, balls, qballs, bits, digits, region)
+            beta = _dot(th, qq) - sigma - off
+            if best_lower is None or gw + beta > best_lower:
+                best_lower, best_beta, best_g = gw + beta, beta, g
+    return ExactBracket(upper=best_upper, lower=best_lower, g=best_g, beta=best_beta,
+                        y=y_out if y_out is not None else y_props[0].copy())
+
+
+def _simplex_exact(t: np.ndarray) -> Vector:
+    """Float weights made an exact point of the simplex (negatives to 0, then divided by their sum)."""
+    tq = [max(_q(x), Fraction(0)) for x in t]
+    s = sum(tq, Fraction(0))
+    if s == 0:
+        return [Fraction(int(i == 0)) for i in range(len(tq))]
+    return [x / s for x in tq]
+
+
+def _float_inside(y: Vector, qballs: list[tuple[Vector, Fraction]], region: Ball | Lens) -> np.ndarray:
+    """A float point exactly in ``U`` next to the rational ``y`` (reported as the inner point)."""
+    yf = np.array([float(t) for t in y])
+    if _inside(_qv(yf), qballs):
+        return yf
+    p = np.asarray(region.interior_point(), float)
+    for e in (52, 48, 40, 30, 20, 10):
+        cand = p + (1.0 - 2.0**-e) * (yf - p)
+        if _inside(_qv(cand), qballs):
+            return cand
+    return p.copy()
+
+
+def _into_ball(g: np.ndarray, Cq: Fraction) -> np.ndarray:
+    """``g`` scaled (in float) until ``||g||² ≤ C²`` holds exactly."""
+    g = np.asarray(g, float).copy()
+    for _ in range(60):
+        gq = _qv(g)
+        if _dot(gq, gq) <= Cq * Cq:
+            return g
+        g = g * (1.0 - 2.0**-40) * min(1.0, float(Cq) / max(float(np.linalg.norm(g)), 1e-300))
+    return np.zeros_like(g)
+
+
+def _support_upper(v: Vector, balls: list[tuple[np.ndarray, float]],
+                   qballs: list[tuple[Vector, Fraction]], bits: int, digits: int,
+                   region: Ball | Lens) -> Fraction:
+    """An exact upper bound on ``σ_U(v)``: the ball's formula, or the lens's best inf-convolution split."""
+    bounds = [_ball_support_upper(v, c, r, bits) for c, r in qballs]
+    if isinstance(region, Lens) and any(t != 0 for t in v):
+        # extreme point of the lens in direction v when it lies on the rim, and the split of v over the
+        # two normals there: σ_{B1}(v − μ) + σ_{B2}(μ) = σ_lens(v) for the exact split
+        vf = np.array([float(t) for t in v])
+        e = region._e
+        perp = vf - (vf @ e) * e
+        npr = float(np.linalg.norm(perp))
+        if npr > 0:
+            y_rim = region._h + region._rho * perp / npr
+            n1, n2 = y_rim - balls[0][0], y_rim - balls[1][0]
+            sol = _least_squares([n1, n2], vf, digits)
+            if sol is not None:
+                mu = [sol[1] * _q(t) for t in n2]
+                (c1, r1), (c2, r2) = qballs
+                bounds.append(_ball_support_upper(_sub(v, mu), c1, r1, bits)
+                              + _ball_support_upper(mu, c2, r2, bits))
+    return min(bounds)
+
+
+def _translated(region: Ball | Lens, origin: np.ndarray) -> Ball | Lens:
+    if isinstance(region, Lens):
+        return Lens(Ball(region.first.center - origin, region.first.radius),
+                    Ball(region.second.center - origin, region.second.radius))
+    return Ball(region.center - origin, region.radius)
+
+
+def centered_proposals(W: np.ndarray, a: np.ndarray, b: np.ndarray, slopes: np.ndarray,
+                       intercepts: np.ndarray, C: float, region: Ball | Lens, iterations: int
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Float proposals ``(y, g, π)`` from the closed form run on a *centred* copy of the examples.
+
+    With ``c₁`` the first ball's centre, ``f(y) = φ(<a, y − c₁> + ũ) = φ_c(<a, y − c₁>) + L`` where
+    ``ũ = <a, c₁> + b`` and ``L = φ(ũ)`` are exact and ``φ_c`` has intercepts
+    ``κ_j ũ + e_j − L`` rounded once: the search then sees values of the size of the example's
+    variation on ``U``, not of its level (a label of ``10¹⁰`` would blur a float search at ``10⁻⁶``).
+    The rounded intercepts only steer the search; the bracket is evaluated exactly afterwards.
+    """
+    from cvxdp.extension.reduced import evaluate_on_balls
+    from cvxdp.links import PiecewiseLinearLink
+
+    m = a.shape[0]
+    origin = region.first.center if isinstance(region, Lens) else region.center
+    oq = _qv(origin)
+    cen = np.empty_like(intercepts, dtype=float)
+    for i in range(m):
+        u_t = _dot(_qv(a[i]), oq) + _q(b[i])
+        pieces = [_q(k) * u_t + _q(e) for k, e in zip(slopes[i], intercepts[i], strict=True)]
+        level = max(pieces)
+        cen[i] = [float(p - level) for p in pieces]
+    try:
+        shifted = _translated(region, origin)
+    except Exception:  # rounding made the translated lens degenerate: search the original one
+        r = evaluate_on_balls(W, a, b, PiecewiseLinearLink(slopes, intercepts), C, region, iterations)
+        return r.y, r.g, r.pi
+    r = evaluate_on_balls(W - origin, a, np.zeros(m), PiecewiseLinearLink(slopes, cen), C, shifted,
+                          iterations)
+    return r.y + origin, r.g, r.pi
+
+
+def _exact_rows(W: np.ndarray, a: np.ndarray, b: np.ndarray, link, pieces: tuple[np.ndarray, np.ndarray],
+                C: float, region: Ball | Lens, rows: np.ndarray, offsets: np.ndarray, tolerance: float,
+                iterations: int) -> list[ExactBracket]:
+    from cvxdp.extension.reduced import evaluate_on_balls
+    from cvxdp.links import PiecewiseLinearLink
+
+    A, B = pieces
+    slopes = np.broadcast_to(link.slopes, (a.shape[0], link.slopes.shape[-1]))[rows]
+    intercepts = np.broadcast_to(link.intercepts, (a.shape[0], link.intercepts.shape[-1]))[rows]
+    y, g, pi = centered_proposals(W[rows], a[rows], b[rows], slopes, intercepts, C, region, iterations)
+    # the uncentred search too: for ordinary examples it sees the same numbers the float path does
+    raw = evaluate_on_balls(W[rows], a[rows], b[rows], PiecewiseLinearLink(slopes, intercepts), C, region,
+                            iterations)
+    out = []
+    for k, i in enumerate(rows):
+        thetas = [_weights(float(p), slopes[k]) for p in (pi[k], raw.pi[k])]
+        out.append(exact_bracket(W[i], A[i], B[i], C, region, [y[k], raw.y[k]], [g[k], raw.g[k]], thetas,
+                                 float(offsets[i]), tolerance))
+    return out
+
+
+def _weights(pi: float, slopes: np.ndarray) -> np.ndarray:
+    """Simplex weights ``θ`` with ``Σ θ_j κ_j = π`` on the two slopes that bracket ``π`` (a GLM's conjugate
+    weight turned into the pieces' E.3 weights)."""
+    theta = np.zeros(slopes.size)
+    lo = [j for j in range(slopes.size) if slopes[j] <= pi]
+    hi = [j for j in range(slopes.size) if slopes[j] >= pi]
+    if not lo or not hi:
+        theta[int(np.argmin(np.abs(slopes - pi)))] = 1.0
+        return theta
+    j = max(lo, key=lambda t: slopes[t])
+    l = min(hi, key=lambda t: slopes[t])  # noqa: E741
+    if slopes[l] == slopes[j]:
+        theta[j] = 1.0
+    else:
+        t = (pi - slopes[j]) / (slopes[l] - slopes[j])
+        theta[j], theta[l] = 1.0 - t, t
+    return theta
+
+
+def exact_brackets(W: np.ndarray, a: np.ndarray, b: np.ndarray, link, pieces: tuple[np.ndarray, np.ndarray],
+                   C: float, region: Ball | Lens, rows: np.ndarray, offsets: np.ndarray, tolerance: float,
+                   iterations: int = 80):
+    """:func:`exact_bracket` for the examples ``rows`` of a batch, as a ``BracketResult`` over those rows.
+
+    ``(a, b, link)`` is the batch's GLM form with a :class:`~cvxdp.links.PiecewiseLinearLink` (it
+    steers the proposals), ``pieces = (A, b)`` the affine data that are certified; ``W`` is
+    ``(m, d)``; each example is evaluated at its own query point with its own offset.  One Python
+    call per example: this path is for the few examples whose float bracket is too wide.
+    """
+    from cvxdp.extension.reduced import BracketResult
+
+    out = _exact_rows(W, a, b, link, pieces, C, region, rows, offsets, tolerance, iterations)
+    upper, lower, beta = (np.array(col, float) for col in zip(*(e.rounded() for e in out), strict=True))
+    return BracketResult(upper=upper, lower=lower, g=np.stack([e.g for e in out]), beta=beta,
+                         y=np.stack([e.y for e in out]), pi=np.zeros(len(out)))
+
+
+def exact_levels(W: np.ndarray, a: np.ndarray, b: np.ndarray, link, pieces: tuple[np.ndarray, np.ndarray],
+                 C: float, region: Ball | Lens, rows: np.ndarray, tolerance: float,
+                 iterations: int = 80) -> np.ndarray:
+    """Midpoints of the exact brackets at ``W[rows]``, rounded to float (the offsets ``κ_i``)."""
+    out = _exact_rows(W, a, b, link, pieces, C, region, rows, np.zeros(a.shape[0]), tolerance, iterations)
+    levels = []
+    for e in out:
+        if e.upper is not None and e.lower is not None:
+            mid = (e.upper + e.lower) / 2
+        else:
+            mid = e.upper if e.upper is not None else (e.lower if e.lower is not None else Fraction(0))
+        try:
+            levels.append(float(mid))
+        except OverflowError:
+            levels.append(0.0)
+    return np.array(levels, float)
+
+
+__all__ = ["ExactBracket", "centered_proposals", "exact_bracket", "exact_brackets", "exact_levels",
+           "precision_bits", "round_down", "round_up", "sqrt_upper"]

@@ -1,0 +1,146 @@
+"""Exact-arithmetic brackets: bounds as math, tightness on the records float64 cannot resolve."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import cvxdp
+from cvxdp import losses
+from cvxdp.extension.exact import exact_bracket, exact_brackets, round_down, round_up, sqrt_upper
+from cvxdp.extension.reduced import evaluate_on_balls
+from cvxdp.geometry import localize
+
+
+@given(st.fractions(min_value=0, max_value=10**30), st.integers(min_value=8, max_value=300))
+@settings(max_examples=200, deadline=None)
+def test_sqrt_upper_is_an_upper_bound_within_its_precision(q, bits):
+    s = sqrt_upper(q, bits)
+    assert s * s >= q
+    lower = s / (1 + Fraction(1, 1 << bits))
+    assert lower * lower <= q
+
+
+@given(st.fractions(min_value=-10**300, max_value=10**300))
+@settings(max_examples=200, deadline=None)
+def test_directed_rounding_brackets_the_rational(q):
+    up, down = round_up(q), round_down(q)
+    assert Fraction(down) <= q <= Fraction(up)
+    assert math.nextafter(down, math.inf) >= up or Fraction(down) == q
+
+
+def _lad(d: int = 3):
+    w = cp.Variable(d)
+    return cvxdp.Model(losses.absolute(w), [cp.norm(w, 2) <= 1])
+
+
+def _extreme_data(d: int = 3):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(8, d))
+    Y = rng.normal(size=8)
+    X[0], Y[0] = 0.0, 1e10                       # a label 10¹⁰ with zero features: a huge level
+    X[1], Y[1] = 0.0, 0.0
+    X[1, 0], Y[1] = 1e12, 0.3e12                 # huge slope, kink inside the ball
+    X[2, :2], Y[2] = (1e12, 1e11), 2e12          # huge slope, affine on the ball
+    X[3, :2], Y[3] = (3.0, 1.0), 1e10            # ordinary slope, huge label
+    X[4], Y[4] = 1e100 / math.sqrt(d), 1e100     # at the data guard
+    return X, Y
+
+
+@pytest.mark.parametrize("localized", [False, True])
+def test_exact_bracket_is_tight_where_float64_is_not(localized):
+    model = _lad()
+    X, Y = _extreme_data()
+    ex = model.bind({"x": X, "y": Y})
+    a, b, link = ex.glm()
+    region = localize(model.domain, np.array([0.5, 0.2, 0.1]), 0.7) if localized else model.domain
+    ext = cvxdp.LipschitzExtension(model, 2.0, region)
+    offsets = ext.level_offsets(ex)
+    assert np.all(offsets[:5] != 0) and np.all(offsets[5:] == 0)
+    for q in (np.array([0.3, -0.2, 0.4]), np.array([0.9, 0.3, 0.1])):
+        q = region.make_feasible(q)
+        W = np.broadcast_to(q, (8, 3)).copy()
+        flt = evaluate_on_balls(W, a, b, link, 2.0, region)
+        assert np.all(flt.upper[:4] - flt.lower[:4] > 1e-7)   # float64 alone cannot certify these
+        r = exact_brackets(W, a, b, link, ex.pieces(), 2.0, region, np.arange(8), offsets, 1e-12)
+        width = r.upper - r.lower
+        assert np.all(width >= 0)
+        # the pole of a sphere under a slope of 10¹² leaves ~C² r / slope ≈ 1e-12: see the module
+        assert np.all(width <= 5e-12), width
+        # offsets make the values small: at most C·||w − point|| plus the bracket
+        assert np.all(np.abs(r.upper) <= 2.0 * 2.0 + 1e-9)
+        # each (g, β) touches its bracket at w and is C-Lipschitz
+        assert np.all(np.linalg.norm(r.g, axis=1) <= 2.0)
+        assert np.allclose(np.einsum("md,md->m", r.g, W) + r.beta, r.lower, atol=1e-12, rtol=0)
+
+
+def test_exact_minorants_stay_below_the_extension_everywhere():
+    """``<g, u> + β ≤ f_{C,U}(u) − κ`` at other points ``u``: compared with the exact upper bound there."""
+    model = _lad()
+    X, Y = _extreme_data()
+    ex = model.bind({"x": X, "y": Y})
+    a, b, link = ex.glm()
+    region = localize(model.domain, np.array([0.5, 0.2, 0.1]), 0.7)
+    ext = cvxdp.LipschitzExtension(model, 2.0, region)
+    offsets = ext.level_offsets(ex)
+    rng = np.random.default_rng(1)
+    w = region.make_feasible(np.array([0.3, -0.2, 0.4]))
+    def at(p):
+        return exact_brackets(np.broadcast_to(p, (8, 3)).copy(), a, b, link, ex.pieces(), 2.0, region,
+                              np.arange(8), offsets, 1e-12)
+
+    at_w = at(w)
+    for _ in range(6):
+        u = rng.normal(size=3) * 0.8
+        at_u = at(u)
+        minorant = at_w.g @ u + at_w.beta
+        assert np.all(minorant <= at_u.upper)
+
+
+def test_exact_bracket_agrees_with_float_on_ordinary_examples():
+    model = _lad()
+    rng = np.random.default_rng(3)
+    X, Y = rng.normal(size=(20, 3)), rng.normal(size=20)
+    ex = model.bind({"x": X, "y": Y})
+    a, b, link = ex.glm()
+    region = localize(model.domain, np.array([0.2, 0.1, -0.3]), 0.6)
+    W = region.make_feasible(rng.normal(size=(20, 3)) * 0.3)
+    flt = evaluate_on_balls(W, a, b, link, 1.5, region)
+    r = exact_brackets(W, a, b, link, ex.pieces(), 1.5, region, np.arange(20), np.zeros(20), 1e-12)
+    # both are certified brackets of the same number: they must overlap, and the exact one is tight
+    assert np.all(r.lower <= flt.upper) and np.all(flt.lower <= r.upper)
+    assert np.all(r.upper - r.lower <= 1e-13)
+
+
+def test_exact_bracket_of_one_example_ignores_the_others():
+    model = _lad()
+    X, Y = _extreme_data()
+    region = localize(model.domain, np.array([0.5, 0.2, 0.1]), 0.7)
+    w = region.make_feasible(np.array([0.3, -0.2, 0.4]))
+    outs = []
+    for other in (1.0, -1e40):
+        Y2 = Y.copy()
+        Y2[7] = other
+        ex = model.bind({"x": X, "y": Y2})
+        a, b, link = ex.glm()
+        outs.append(exact_brackets(np.broadcast_to(w, (8, 3)).copy(), a, b, link, ex.pieces(), 2.0,
+                                   region, np.arange(8), np.zeros(8), 1e-12))
+    for field in ("upper", "lower", "g", "beta", "y"):
+        assert np.array_equal(getattr(outs[0], field)[:7], getattr(outs[1], field)[:7])
+
+
+def test_single_bracket_reports_no_bound_rather_than_a_wrong_one():
+    """A point that is not exactly in ``U`` is never used: the candidates are all tested exactly."""
+    model = _lad(2)
+    region = model.domain
+    P = np.array([[1e12, 0.0], [-1e12, 0.0]])
+    e = exact_bracket(np.array([0.6, 0.8]), P, np.array([-0.5e12, 0.5e12]), 1.0, region,
+                      np.array([0.6, 0.8]) * (1 + 1e-15), np.zeros(2), np.array([0.5, 0.5]), 0.0, 1e-12)
+    up, lo, _ = e.rounded()
+    assert lo <= up and up - lo <= 5e-12  # the sphere-pole limit of a 10¹² slope, see the module

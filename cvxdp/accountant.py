@@ -43,10 +43,10 @@ from fractions import Fraction
 
 from cvxdp._validation import positive_finite, positive_int, privacy_epsilon
 from cvxdp.error import ParameterError, PrivacyBudgetError
-from cvxdp.ledger import float_down
+from cvxdp.ledger import ExactBudget, float_down
 
 
-class BudgetAccountant:
+class BudgetAccountant(ExactBudget):
     """A total privacy budget ``ε`` spent, exactly, by a sequence of ε-DP calls on the same data.
 
     Parameters
@@ -81,18 +81,6 @@ class BudgetAccountant:
     @property
     def spent_exact(self) -> Fraction:
         return self._spent
-
-    @property
-    def spent(self) -> float:
-        return float(self._spent)
-
-    @property
-    def remaining_exact(self) -> Fraction:
-        return self._total - self._spent
-
-    @property
-    def remaining(self) -> float:
-        return float_down(self.remaining_exact)
 
     @property
     def history(self) -> list[tuple[str, float]]:

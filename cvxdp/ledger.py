@@ -99,8 +99,37 @@ class LedgerEntry:
     note: str = ""
 
 
+class ExactBudget:
+    """What a budget in exact arithmetic reports, from its exact total ``_total`` and :attr:`spent_exact`.
+
+    Shared by :class:`PrivacyLedger` (one call's releases) and
+    :class:`~cvxdp.accountant.BudgetAccountant` (a budget across calls).
+    """
+
+    _total: Fraction
+
+    @property
+    def spent_exact(self) -> Fraction:  # pragma: no cover - every budget defines it
+        raise NotImplementedError
+
+    @property
+    def spent(self) -> float:
+        """:attr:`spent_exact` rounded to the nearest float (never above the float total)."""
+        return float(self.spent_exact)
+
+    @property
+    def remaining_exact(self) -> Fraction:
+        """The total minus :attr:`spent_exact`, exactly (never negative)."""
+        return self._total - self.spent_exact
+
+    @property
+    def remaining(self) -> float:
+        """The exact remainder rounded down: the most one more charge may spend."""
+        return float_down(self.remaining_exact)
+
+
 @dataclass
-class PrivacyLedger:
+class PrivacyLedger(ExactBudget):
     """Per-example privacy accounting, in exact arithmetic, for ``n`` examples and a total ``ε``."""
 
     n: int
@@ -189,21 +218,6 @@ class PrivacyLedger:
     def spent_exact(self) -> Fraction:
         """The data set's total, exactly: the largest sum of charges over any single example."""
         return max(self._group_spent[g] for g in self._live())
-
-    @property
-    def spent(self) -> float:
-        """:attr:`spent_exact` rounded to the nearest float (never above ``total_epsilon``)."""
-        return float(self.spent_exact)
-
-    @property
-    def remaining_exact(self) -> Fraction:
-        """``total_epsilon − spent_exact``, exactly (never negative)."""
-        return self._total - self.spent_exact
-
-    @property
-    def remaining(self) -> float:
-        """The exact remainder rounded down: the most one more release on every example may charge."""
-        return float_down(self.remaining_exact)
 
     @property
     def groups(self) -> int:

@@ -35,6 +35,14 @@ def test_directed_rounding_brackets_the_rational(q):
     assert math.nextafter(down, math.inf) >= up or Fraction(down) == q
 
 
+def _exact(W, ex, C, region, offsets, tolerance=1e-12):
+    """The exact path on every row of a batch, with the closed form's pass as the oracle gives it."""
+    a, b, link = ex.glm()
+    float_pass = evaluate_on_balls(W, a, b, link, C, region)
+    return exact_brackets(W, a, b, link, ex.pieces(), C, region, np.arange(W.shape[0]), offsets, tolerance,
+                          80, float_pass)
+
+
 def _lad(d: int = 3):
     w = cp.Variable(d)
     return cvxdp.Model(losses.absolute(w), [cp.norm(w, 2) <= 1])
@@ -68,7 +76,7 @@ def test_exact_bracket_is_tight_where_float64_is_not(localized):
         W = np.broadcast_to(q, (8, 3)).copy()
         flt = evaluate_on_balls(W, a, b, link, 2.0, region)
         assert np.all(flt.upper[:4] - flt.lower[:4] > 1e-7)   # float64 alone cannot certify these
-        r = exact_brackets(W, a, b, link, ex.pieces(), 2.0, region, np.arange(8), offsets, 1e-12)
+        r = _exact(W, ex, 2.0, region, offsets)
         width = r.upper - r.lower
         assert np.all(width >= 0)
         # the pole of a sphere under a slope of 10¹² leaves ~C² r / slope ≈ 1e-12: see the module
@@ -85,15 +93,13 @@ def test_exact_minorants_stay_below_the_extension_everywhere():
     model = _lad()
     X, Y = _extreme_data()
     ex = model.bind({"x": X, "y": Y})
-    a, b, link = ex.glm()
     region = localize(model.domain, np.array([0.5, 0.2, 0.1]), 0.7)
     ext = cvxdp.LipschitzExtension(model, 2.0, region)
     offsets = ext.level_offsets(ex)
     rng = np.random.default_rng(1)
     w = region.make_feasible(np.array([0.3, -0.2, 0.4]))
     def at(p):
-        return exact_brackets(np.broadcast_to(p, (8, 3)).copy(), a, b, link, ex.pieces(), 2.0, region,
-                              np.arange(8), offsets, 1e-12)
+        return _exact(np.broadcast_to(p, (8, 3)).copy(), ex, 2.0, region, offsets)
 
     at_w = at(w)
     for _ in range(6):
@@ -112,7 +118,7 @@ def test_exact_bracket_agrees_with_float_on_ordinary_examples():
     region = localize(model.domain, np.array([0.2, 0.1, -0.3]), 0.6)
     W = region.make_feasible(rng.normal(size=(20, 3)) * 0.3)
     flt = evaluate_on_balls(W, a, b, link, 1.5, region)
-    r = exact_brackets(W, a, b, link, ex.pieces(), 1.5, region, np.arange(20), np.zeros(20), 1e-12)
+    r = _exact(W, ex, 1.5, region, np.zeros(20))
     # both are certified brackets of the same number: they must overlap, and the exact one is tight
     assert np.all(r.lower <= flt.upper) and np.all(flt.lower <= r.upper)
     assert np.all(r.upper - r.lower <= 1e-13)
@@ -128,9 +134,7 @@ def test_exact_bracket_of_one_example_ignores_the_others():
         Y2 = Y.copy()
         Y2[7] = other
         ex = model.bind({"x": X, "y": Y2})
-        a, b, link = ex.glm()
-        outs.append(exact_brackets(np.broadcast_to(w, (8, 3)).copy(), a, b, link, ex.pieces(), 2.0,
-                                   region, np.arange(8), np.zeros(8), 1e-12))
+        outs.append(_exact(np.broadcast_to(w, (8, 3)).copy(), ex, 2.0, region, np.zeros(8)))
     for field in ("upper", "lower", "g", "beta", "y"):
         assert np.array_equal(getattr(outs[0], field)[:7], getattr(outs[1], field)[:7])
 
@@ -144,3 +148,21 @@ def test_single_bracket_reports_no_bound_rather_than_a_wrong_one():
                       np.array([0.6, 0.8]) * (1 + 1e-15), np.zeros(2), np.array([0.5, 0.5]), 0.0, 1e-12)
     up, lo, _ = e.rounded()
     assert lo <= up and up - lo <= 5e-12  # the sphere-pole limit of a 10¹² slope, see the module
+
+
+def test_offsets_where_the_exact_path_cannot_apply_them_are_refused():
+    """An offset is a constant the exact path subtracts; silently dropping one would mix two functions."""
+    w = cp.Variable(3)
+    model = cvxdp.Model(losses.huber(w), [cp.norm(w, 2) <= 1])
+    rng = np.random.default_rng(0)
+    ex = model.bind({"x": rng.normal(size=(5, 3)), "y": rng.normal(size=5)})
+    ext = cvxdp.LipschitzExtension(model, 1.0)
+    assert np.all(ext.level_offsets(ex) == 0)  # smooth links: never an offset
+    with pytest.raises(cvxdp.error.ParameterError):
+        ext.evaluate(np.zeros(3), ex, offsets=np.array([0.0, 1.0, 0.0, 0.0, 0.0]))
+    lad = _lad()
+    X, Y = _extreme_data()
+    ok = cvxdp.LipschitzExtension(lad, 2.0)
+    exl = lad.bind({"x": X, "y": Y})
+    ev = ok.evaluate(np.zeros(3), exl, offsets=ok.level_offsets(exl))
+    assert np.all(ev.method[:5] == "exact")

@@ -115,9 +115,15 @@ def round_down(q: Fraction) -> float:
 
 
 def precision_bits(magnitude: float, tolerance: float) -> int:
-    """Bits of the square roots and of the polishing: enough that ``magnitude·2^{−p} ≤ 10⁻⁶ tolerance``."""
-    if not (magnitude > 0 and math.isfinite(magnitude)):
-        magnitude = 1.0
+    """Bits ``p`` of the square roots and of the polishing: ``magnitude·2^{−p} ≤ 2⁻⁶⁴ tolerance``.
+
+    At least 64, at most 8000; a magnitude that is not a finite positive number (overflowed)
+    gets the most.  Only the tightness of a bracket depends on ``p``, never its validity.
+    """
+    if not magnitude > 0:
+        return 64
+    if not math.isfinite(magnitude):
+        return 8000
     return int(min(max(64, 64 + math.ceil(math.log2(magnitude / tolerance))), 8000))
 
 
@@ -413,11 +419,11 @@ def _support_upper(v: Vector, balls: list[tuple[np.ndarray, float]],
         # extreme point of the lens in direction v when it lies on the rim, and the split of v over the
         # two normals there: σ_{B1}(v − μ) + σ_{B2}(μ) = σ_lens(v) for the exact split
         vf = np.array([float(t) for t in v])
-        e = region._e
+        e = region.axis
         perp = vf - (vf @ e) * e
         npr = float(np.linalg.norm(perp))
         if npr > 0:
-            y_rim = region._h + region._rho * perp / npr
+            y_rim = region.rim_center + region.rim_radius * perp / npr
             n1, n2 = y_rim - balls[0][0], y_rim - balls[1][0]
             sol = _least_squares([n1, n2], vf, digits)
             if sol is not None:
@@ -436,24 +442,26 @@ def _translated(region: Ball | Lens, origin: np.ndarray) -> Ball | Lens:
 
 
 def centered_proposals(W: np.ndarray, a: np.ndarray, b: np.ndarray, slopes: np.ndarray,
-                       intercepts: np.ndarray, C: float, region: Ball | Lens, iterations: int
-                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Float proposals ``(y, g, π)`` from the closed form run on a *centred* copy of the examples.
+                       intercepts: np.ndarray, C: float, region: Ball | Lens, iterations: int,
+                       rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Float proposals ``(y, g, π)`` for ``rows`` from the closed form run on a *centred* copy of the batch.
 
     With ``c₁`` the first ball's centre, ``f(y) = φ(<a, y − c₁> + ũ) = φ_c(<a, y − c₁>) + L`` where
     ``ũ = <a, c₁> + b`` and ``L = φ(ũ)`` are exact and ``φ_c`` has intercepts
     ``κ_j ũ + e_j − L`` rounded once: the search then sees values of the size of the example's
     variation on ``U``, not of its level (a label of ``10¹⁰`` would blur a float search at ``10⁻⁶``).
     The rounded intercepts only steer the search; the bracket is evaluated exactly afterwards.
+    The search runs on all ``m`` rows of the batch (rows outside ``rows`` keep stand-in intercepts
+    and their results are dropped), so every example's proposal is computed at its own position
+    whichever other examples need the exact path.
     """
     from cvxdp.extension.reduced import evaluate_on_balls
     from cvxdp.links import PiecewiseLinearLink
 
-    m = a.shape[0]
     origin = region.first.center if isinstance(region, Lens) else region.center
     oq = _qv(origin)
-    cen = np.empty_like(intercepts, dtype=float)
-    for i in range(m):
+    cen = np.array(intercepts, dtype=float, copy=True)
+    for i in rows:
         u_t = _dot(_qv(a[i]), oq) + _q(b[i])
         pieces = [_q(k) * u_t + _q(e) for k, e in zip(slopes[i], intercepts[i], strict=True)]
         level = max(pieces)
@@ -462,30 +470,27 @@ def centered_proposals(W: np.ndarray, a: np.ndarray, b: np.ndarray, slopes: np.n
         shifted = _translated(region, origin)
     except Exception:  # rounding made the translated lens degenerate: search the original one
         r = evaluate_on_balls(W, a, b, PiecewiseLinearLink(slopes, intercepts), C, region, iterations)
-        return r.y, r.g, r.pi
-    r = evaluate_on_balls(W - origin, a, np.zeros(m), PiecewiseLinearLink(slopes, cen), C, shifted,
+        return r.y[rows], r.g[rows], r.pi[rows]
+    r = evaluate_on_balls(W - origin, a, np.zeros(a.shape[0]), PiecewiseLinearLink(slopes, cen), C, shifted,
                           iterations)
-    return r.y + origin, r.g, r.pi
+    return r.y[rows] + origin, r.g[rows], r.pi[rows]
 
 
 def _exact_rows(W: np.ndarray, a: np.ndarray, b: np.ndarray, link, pieces: tuple[np.ndarray, np.ndarray],
                 C: float, region: Ball | Lens, rows: np.ndarray, offsets: np.ndarray, tolerance: float,
-                iterations: int) -> list[ExactBracket]:
-    from cvxdp.extension.reduced import evaluate_on_balls
-    from cvxdp.links import PiecewiseLinearLink
-
+                iterations: int, float_pass) -> list[ExactBracket]:
     A, B = pieces
-    slopes = np.broadcast_to(link.slopes, (a.shape[0], link.slopes.shape[-1]))[rows]
-    intercepts = np.broadcast_to(link.intercepts, (a.shape[0], link.intercepts.shape[-1]))[rows]
-    y, g, pi = centered_proposals(W[rows], a[rows], b[rows], slopes, intercepts, C, region, iterations)
-    # the uncentred search too: for ordinary examples it sees the same numbers the float path does
-    raw = evaluate_on_balls(W[rows], a[rows], b[rows], PiecewiseLinearLink(slopes, intercepts), C, region,
-                            iterations)
+    m = a.shape[0]
+    slopes = np.broadcast_to(link.slopes, (m, link.slopes.shape[-1]))
+    intercepts = np.broadcast_to(link.intercepts, (m, link.intercepts.shape[-1]))
+    y, g, pi = centered_proposals(W, a, b, slopes, intercepts, C, region, iterations, rows)
     out = []
     for k, i in enumerate(rows):
-        thetas = [_weights(float(p), slopes[k]) for p in (pi[k], raw.pi[k])]
-        out.append(exact_bracket(W[i], A[i], B[i], C, region, [y[k], raw.y[k]], [g[k], raw.g[k]], thetas,
-                                 float(offsets[i]), tolerance))
+        # the centred search and the caller's own float pass (for ordinary examples it is as good)
+        ys = [y[k], float_pass.y[i]]
+        gs = [g[k], float_pass.g[i]]
+        thetas = [_weights(float(p), slopes[i]) for p in (pi[k], float_pass.pi[i])]
+        out.append(exact_bracket(W[i], A[i], B[i], C, region, ys, gs, thetas, float(offsets[i]), tolerance))
     return out
 
 
@@ -510,27 +515,30 @@ def _weights(pi: float, slopes: np.ndarray) -> np.ndarray:
 
 def exact_brackets(W: np.ndarray, a: np.ndarray, b: np.ndarray, link, pieces: tuple[np.ndarray, np.ndarray],
                    C: float, region: Ball | Lens, rows: np.ndarray, offsets: np.ndarray, tolerance: float,
-                   iterations: int = 80):
+                   iterations: int, float_pass):
     """:func:`exact_bracket` for the examples ``rows`` of a batch, as a ``BracketResult`` over those rows.
 
     ``(a, b, link)`` is the batch's GLM form with a :class:`~cvxdp.links.PiecewiseLinearLink` (it
     steers the proposals), ``pieces = (A, b)`` the affine data that are certified; ``W`` is
-    ``(m, d)``; each example is evaluated at its own query point with its own offset.  One Python
-    call per example: this path is for the few examples whose float bracket is too wide.
+    ``(m, d)``; each example is evaluated at its own query point with its own offset.
+    ``float_pass`` is the closed form's :class:`~cvxdp.extension.reduced.BracketResult` on the whole
+    batch (the caller has it already); its points are proposals too.  One Python call per example:
+    this path is for the few examples whose float bracket is too wide.
     """
     from cvxdp.extension.reduced import BracketResult
 
-    out = _exact_rows(W, a, b, link, pieces, C, region, rows, offsets, tolerance, iterations)
+    out = _exact_rows(W, a, b, link, pieces, C, region, rows, offsets, tolerance, iterations, float_pass)
     upper, lower, beta = (np.array(col, float) for col in zip(*(e.rounded() for e in out), strict=True))
     return BracketResult(upper=upper, lower=lower, g=np.stack([e.g for e in out]), beta=beta,
                          y=np.stack([e.y for e in out]), pi=np.zeros(len(out)))
 
 
 def exact_levels(W: np.ndarray, a: np.ndarray, b: np.ndarray, link, pieces: tuple[np.ndarray, np.ndarray],
-                 C: float, region: Ball | Lens, rows: np.ndarray, tolerance: float,
-                 iterations: int = 80) -> np.ndarray:
+                 C: float, region: Ball | Lens, rows: np.ndarray, tolerance: float, iterations: int,
+                 float_pass) -> np.ndarray:
     """Midpoints of the exact brackets at ``W[rows]``, rounded to float (the offsets ``κ_i``)."""
-    out = _exact_rows(W, a, b, link, pieces, C, region, rows, np.zeros(a.shape[0]), tolerance, iterations)
+    out = _exact_rows(W, a, b, link, pieces, C, region, rows, np.zeros(a.shape[0]), tolerance, iterations,
+                      float_pass)
     levels = []
     for e in out:
         if e.upper is not None and e.lower is not None:

@@ -212,8 +212,18 @@ class LipschitzExtension:
                             pi=np.zeros(m))
         todo = np.arange(m)
         glm = None if self._template is not None else examples.glm()
-        if (self.settings.closed_form and glm is not None and np.any(glm.is_glm)
-                and isinstance(self.region, Ball | Lens)):
+        closed = (self.settings.closed_form and glm is not None and np.any(glm.is_glm)
+                  and isinstance(self.region, Ball | Lens))
+        # the examples the exact path can take: generalized-linear with a piecewise-linear link on a
+        # ball or lens (the other rows of (a, b, link) are stand-ins, not those examples' losses)
+        exactable = (glm.is_glm if closed and isinstance(glm.link, PiecewiseLinearLink)
+                     else np.zeros(m, dtype=bool))
+        shifted = np.zeros(m, dtype=bool) if offsets is None else offsets != 0
+        if np.any(shifted & ~exactable):
+            raise ParameterError("per-example offsets are applied by the exact path only, which needs a "
+                                 "generalized linear loss with a piecewise-linear link on a ball or lens; "
+                                 "take them from level_offsets() of the same extension and examples.")
+        if closed:
             # per example: the generalized-linear examples take the closed form, the others the
             # conic path.  It runs on all rows at their own positions (so no example's bits depend
             # on which others are GLM) and keeps the GLM rows only; the rest hold stand-ins.
@@ -222,25 +232,18 @@ class LipschitzExtension:
             _store(res, r, todo, glm.is_glm)
             method[glm.is_glm] = "closed-form"
             todo = todo[~(glm.is_glm & (res.upper - res.lower <= tol))]
-            if isinstance(link, PiecewiseLinearLink):
-                # the float bracket of these examples is too wide for their share of the accuracy (or
-                # they carry an offset, which only exact arithmetic applies without rounding their
-                # level): evaluate them exactly — a decision on each example's own numbers
-                shifted = np.zeros(m, dtype=bool) if offsets is None else offsets != 0
-                exact = np.union1d(todo, np.nonzero(shifted)[0]).astype(int)
-                # generalized-linear examples only: the other rows of (a, b, link) are stand-ins, not
-                # those examples' losses; they stay on the conic path
-                exact = exact[glm.is_glm[exact]]
-                if exact.size:
-                    off = np.zeros(m) if offsets is None else offsets
-                    r_exact = exact_brackets(W, a, b, link, examples.pieces(), C, self.region, exact,
-                                             off, tol, self.settings.iterations)
-                    _store(res, r_exact, exact)
-                    method[exact] = "exact"
-                    todo = todo[~glm.is_glm[todo]]
-        elif offsets is not None and np.any(offsets != 0):
-            raise ParameterError("per-example offsets are applied by the exact path only, which needs a "
-                                 "generalized linear loss with a piecewise-linear link on a ball or lens.")
+            # the float bracket of these examples is too wide for their share of the accuracy (or they
+            # carry an offset, which only exact arithmetic applies without rounding their level):
+            # evaluate them exactly — a decision on each example's own numbers
+            exact = np.union1d(todo, np.nonzero(shifted)[0]).astype(int)
+            exact = exact[exactable[exact]]
+            if exact.size:
+                off = np.zeros(m) if offsets is None else offsets
+                r_exact = exact_brackets(W, a, b, link, examples.pieces(), C, self.region, exact,
+                                         off, tol, self.settings.iterations, r)
+                _store(res, r_exact, exact)
+                method[exact] = "exact"
+                todo = todo[~exactable[todo]]
         if todo.size:
             self._conic(W, examples, todo, res, method, glm, tol)
         # fail closed: a bracket is certified only with both ends finite and a width ≤ B (NaN fails)
@@ -283,7 +286,7 @@ class LipschitzExtension:
         rows = np.nonzero(glm.is_glm & ~(r.upper - r.lower <= tol))[0]
         if rows.size:
             out[rows] = exact_levels(W, a, b, link, examples.pieces(), self.C, self.region, rows, tol,
-                                     self.settings.iterations)
+                                     self.settings.iterations, r)
         return out
 
     def _conic(self, W: np.ndarray, examples: Examples, todo: np.ndarray, res: BracketResult,

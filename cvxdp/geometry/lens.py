@@ -66,6 +66,21 @@ class Lens(Domain):
         hi = min(r1, delta + r2)
         self._inner = c1 + 0.5 * (lo + hi) * self._e
 
+    @property
+    def axis(self) -> np.ndarray:
+        """The unit vector from the first centre to the second."""
+        return self._e.copy()
+
+    @property
+    def rim_center(self) -> np.ndarray:
+        """The centre of the circle (sphere) where the two boundaries meet."""
+        return self._h.copy()
+
+    @property
+    def rim_radius(self) -> float:
+        """The radius of that circle."""
+        return self._rho
+
     def contains(self, points: np.ndarray, tol: float = 0.0) -> np.ndarray:
         return self.first.contains(points, tol) & self.second.contains(points, tol)
 

@@ -275,9 +275,10 @@ def test_conic_path_with_chunk_one_is_per_example_for_structured_losses():
                     assert _same(_others(v0), _others(q1[key])), (tag, key)
 
 
-@pytest.mark.xfail(strict=True, reason="known: one outlier in a conic chunk degrades every other "
-                   "example's certificate (shared interior-point iterations); issue 10")
 def test_an_outlier_does_not_uncertify_the_rest_of_its_chunk():
+    """One outlier in a conic chunk used to leave every other example of the chunk uncertified (shared
+    interior-point iterations); the dual repair now stops per row and retries run one example per
+    program, so the others keep their certificates."""
     rng = np.random.default_rng(7)
     loss, w, data = FAMILIES["log_sum_exp"](rng)
     model = cvxdp.Model(loss, [cp.norm(w, 2) <= 2.0])

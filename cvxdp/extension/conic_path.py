@@ -150,13 +150,16 @@ def repair_aux_multipliers(z: np.ndarray, A_aux: np.ndarray, c_aux: np.ndarray,
         scale = 1.0 + np.abs(c_aux).sum(axis=1) + np.einsum("mkj,mk->m", np.abs(A_aux), np.abs(zz))
         return np.abs(r).sum(axis=1), scale
 
+    live = np.ones(m, dtype=bool)  # each row stops at its own convergence: no row waits for another
     for _ in range(iterations):
         r_abs, scale = residual(z)
-        if np.all(r_abs <= 1e-13 * scale):
+        live &= ~(r_abs <= 1e-13 * scale)
+        if not live.any():
             break
         r = c_aux + np.einsum("mkj,mk->mj", A_aux, z)
-        z = project_dual(z - np.einsum("mkj,mj->mk", A_aux, np.einsum("mji,mi->mj", pinv, r)),
-                         cones)
+        step = project_dual(z - np.einsum("mkj,mj->mk", A_aux, np.einsum("mji,mi->mj", pinv, r)),
+                            cones)
+        z = np.where(live[:, None], step, z)
     r_abs, scale = residual(z)
     return z, (r_abs <= 1e-12 * scale) & in_dual(z, cones)
 

@@ -299,21 +299,26 @@ class LipschitzExtension:
                 if self._template is not None:
                     block = self._template.block(sub)
                     batch = solve_extension_programs(block, self.region, Wt, self.C, settings,
-                                                     self.settings.chunk)
+                                                     self.settings.chunk if attempt == 0 else 1)
                     r, _ = generic_bracket(sub, block, self.region, Wt, self.C, batch)
                     label = "conic-dual"
                 else:
                     block = structured_block(sub)
                     batch = solve_extension_programs(block, self.region, Wt, self.C, settings,
-                                                     self.settings.chunk)
+                                                     self.settings.chunk if attempt == 0 else 1)
                     sub_glm = sub.glm() if block.pi_rows is None else None
                     r = structured_bracket(sub, block, self.region, Wt, self.C, batch, sub_glm,
                                            self.settings.iterations)
                     label = "conic"
                 # an upper bound of +inf is an honest "no certified inner point" for that example;
-                # NaN or a non-finite subgradient means the solver's points are unusable
-                if np.any(np.isnan(r.upper)) or not np.all(np.isfinite(r.g)):
+                # NaN or a non-finite subgradient means the solver's points are unusable -- for that
+                # example only: its bracket becomes vacuous and it is retried, the others are kept
+                unusable = np.isnan(r.upper) | ~np.all(np.isfinite(r.g), axis=1)
+                if np.all(unusable):
                     raise SolverError("non-finite points from the conic solver")
+                if np.any(unusable):
+                    r.upper[unusable], r.lower[unusable] = np.inf, -np.inf
+                    r.g[unusable], r.beta[unusable] = 0.0, -np.inf
             except SolverError as exc:
                 logger.debug("extension: conic attempt %d failed: %s", attempt, exc)
                 settings = ConicSettings(solver="ecos" if settings.solver == "clarabel" else "clarabel",

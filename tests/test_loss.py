@@ -270,3 +270,11 @@ def test_batched_evaluation_matches_cvxpy(seed, which, m):
     batched = evaluate(expr, leaves).reshape(-1)
     assert np.allclose(np.broadcast_to(batched, (m,)), _reference(expr, leaves, m).reshape(-1),
                        rtol=1e-12, atol=1e-12)
+
+
+def test_label_refusal_quotes_no_label_from_the_data():
+    w = cp.Variable(2)
+    loss = cvxdp.losses.hinge(w)
+    with pytest.raises(cvxdp.error.DataError) as info:
+        loss.bind({"x": np.ones((3, 2)), "y": np.array([1.0, -1.0, 7.25])})
+    assert "7.25" not in str(info.value) and "-1 or +1" in str(info.value)

@@ -20,7 +20,9 @@ from the repaired multipliers, per-example minorants that
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 import scipy.sparse as sp
@@ -38,6 +40,7 @@ from cvxdp.extension.certificates import (
     support_upper,
 )
 from cvxdp.extension.conic_path import ConicBatch, generic_bracket, structured_bracket
+from cvxdp.extension.exact import round_down
 from cvxdp.structure import GenericStructure, PiecewiseLinearStructure
 
 GROUP_SIZE = 100
@@ -236,13 +239,21 @@ def solve_joint(problem: RegularizedERM, settings: ConicSettings) -> JointSoluti
             G[L] = pi[:, None] * a
             beta[L] = (pi * b - phistar - rounding_margin(pi * b, phistar) - link.conjugate_rounding(pi)
                        - 64 * EPS * np.abs(pi) * np.linalg.norm(a, axis=1) * reach)
+    # for a generalized-linear example the certified loss is its GLM form, while the multipliers
+    # above minorize its recovered pieces: charge the difference (per example; 0 for others)
+    glm = problem.examples.glm()
+    if glm is not None and np.any(glm.is_glm):
+        gap = problem.examples.glm_pieces_gap(problem.region.norm_bound())  # sup over y ∈ U
+        with np.errstate(invalid="ignore"):
+            beta = np.where(glm.is_glm, np.nextafter(beta - gap, -np.inf), beta)
     # the certificate's bounds are relative to the problem's per-example offsets; a valid minorant of
     # f_i stays one of f_i − κ_i when κ_i is subtracted and the difference rounded down
     off = problem.offsets
-    shifted = off != 0
-    if np.any(shifted):
+    shifted = np.nonzero(np.asarray(off != 0, dtype=bool))[0]
+    if shifted.size:
         beta = beta.copy()
-        beta[shifted] = np.nextafter(beta[shifted] - off[shifted], -np.inf)
+        for i in shifted:  # the offsets are exact rationals: subtract exactly, then round down
+            beta[i] = round_down(Fraction(float(beta[i])) - off[i]) if math.isfinite(beta[i]) else -math.inf
     cut = average_cut(problem, G, beta)
     return JointSolution(w=w_feas, cut=cut, status=sol.status, iterations=sol.iterations,
                          seconds=sol.solve_time, n_heavy=int(mh))

@@ -35,8 +35,8 @@ that are repaired and evaluated exactly:
   lens's extreme point, computed in high precision.  Several ``π`` (the
   proposal, the pieces' slopes, the least-squares multiplier at the polished
   point) are tried; the best bound is kept.
-* both are shifted by the example's **offset** ``κ_i`` — a per-example constant
-  fixed for a whole ERM problem (:meth:`LipschitzExtension.level_offsets`) —
+* both are shifted by the example's **offset** ``κ_i`` — a per-example rational
+  constant, exact, fixed for a whole ERM problem (:meth:`LipschitzExtension.level_offsets`) —
   *before* they are rounded to float, the upper one up and the lower one down.
   Subtracting a constant from one example's loss changes no minimizer, and
   makes the rounded value of size ``C·diam U``, not of the example's level.
@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from fractions import Fraction
@@ -93,22 +94,22 @@ def sqrt_upper(q: Fraction, bits: int) -> Fraction:
 
 
 def round_up(q: Fraction) -> float:
-    """The smallest float ``≥ q`` (``+∞`` beyond the float range)."""
+    """The smallest float ``≥ q`` (``+∞`` above the float range, the most negative float below it)."""
     try:
         f = float(q)
     except OverflowError:
-        return math.inf if q > 0 else -math.inf
+        return math.inf if q > 0 else -sys.float_info.max
     if math.isfinite(f) and Fraction(f) < q:
         f = math.nextafter(f, math.inf)
     return f
 
 
 def round_down(q: Fraction) -> float:
-    """The largest float ``≤ q`` (``−∞`` beyond the float range)."""
+    """The largest float ``≤ q`` (``−∞`` below the float range, the largest float above it)."""
     try:
         f = float(q)
     except OverflowError:
-        return math.inf if q > 0 else -math.inf
+        return sys.float_info.max if q > 0 else -math.inf
     if math.isfinite(f) and Fraction(f) > q:
         f = math.nextafter(f, -math.inf)
     return f
@@ -198,18 +199,19 @@ def _polish(y0: np.ndarray, planes: list[tuple[np.ndarray, Fraction]],
 
 
 def _least_squares(cols: list[np.ndarray], target: np.ndarray, digits: int,
-                   minus: np.ndarray | None = None) -> list[Fraction] | None:
+                   minus: tuple[float, np.ndarray] | None = None) -> list[Fraction] | None:
     """Coefficients ``x`` minimizing ``||Σ x_i col_i − (target − minus)||`` (normal equations).
 
-    In high precision; ``minus`` too is subtracted there: ``g − A_j`` in float would lose ``g``
-    beside a slope of 10¹⁰⁰.
+    In high precision; ``minus = (κ, a)`` stands for ``κ a`` and is formed and subtracted there:
+    ``g − κ a`` in float would lose ``g`` beside a slope of 10¹⁰⁰.
     """
     with localcontext() as ctx:
         ctx.prec = digits
         C = [[Decimal(float(t)) for t in c] for c in cols]
         b = [Decimal(float(t)) for t in target]
         if minus is not None:
-            b = [bi - Decimal(float(t)) for bi, t in zip(b, minus, strict=True)]
+            k = Decimal(float(minus[0]))
+            b = [bi - k * Decimal(float(t)) for bi, t in zip(b, minus[1], strict=True)]
         gram = [[sum(p * q for p, q in zip(c1, c2, strict=True)) for c2 in C] for c1 in C]
         rhs = [sum(p * q for p, q in zip(c, b, strict=True)) for c in C]
         x = _solve_small(gram, rhs)
@@ -235,23 +237,24 @@ class ExactBracket:
         return up, lo, be
 
 
-def _upper_candidates(yf: np.ndarray, P: np.ndarray, q: np.ndarray, Pq: list[Vector], qq: Vector,
-                      balls: list[tuple[np.ndarray, float]], qballs: list[tuple[Vector, Fraction]],
-                      shrink: Fraction, digits: int) -> list[Vector]:
+def _upper_candidates(yf: np.ndarray, a: np.ndarray, P: np.ndarray, q: np.ndarray, kq: Vector, eq: Vector,
+                      bq: Fraction, balls: list[tuple[np.ndarray, float]],
+                      qballs: list[tuple[Vector, Fraction]], shrink: Fraction, digits: int) -> list[Vector]:
     """The proposal, and its projections onto the constraints active near it, that lie in ``U`` exactly.
 
-    Active near ``y``: the kink between the two largest pieces (``<A_j − A_l, y> = b_l − b_j``) and
+    Active near ``y``: the kink between the two largest pieces (``<a, y> + b = u_k`` with
+    ``κ_j u_k + e_j = κ_l u_k + e_l`` — its normal ``a`` is a float, so the plane is exact) and
     the spheres of ``U`` that ``y`` is within a relative ``10⁻⁶`` of.
     """
     planes: list[tuple[np.ndarray, Fraction]] = []
-    if P.shape[0] >= 2:
+    if P.shape[0] >= 2 and np.any(a):
         order = np.argsort(-(P @ yf + q))
         j1 = int(order[0])
         for j2 in order[1:]:
             j2 = int(j2)
-            normal = _sub(Pq[j1], Pq[j2])
-            if any(t != 0 for t in normal):
-                planes.append((np.array([float(t) for t in normal]), qq[j2] - qq[j1]))
+            if kq[j1] != kq[j2]:
+                u_k = (eq[j2] - eq[j1]) / (kq[j1] - kq[j2])
+                planes.append((a, u_k - bq))
                 break
     near = [i for i, (c, r) in enumerate(balls) if float(np.linalg.norm(yf - c)) >= r * (1.0 - 1e-6)]
     candidates: list[Vector] = []
@@ -270,32 +273,38 @@ def _upper_candidates(yf: np.ndarray, P: np.ndarray, q: np.ndarray, Pq: list[Vec
     return candidates
 
 
-def exact_bracket(w: np.ndarray, P: np.ndarray, q: np.ndarray, C: float, region: Ball | Lens,
-                  y_prop: np.ndarray | list[np.ndarray], g_prop: np.ndarray | list[np.ndarray],
-                  theta_prop: np.ndarray | list[np.ndarray], offset: float, tolerance: float
-                  ) -> ExactBracket:
-    """Exact bracket of ``f_{C,U}(w) − offset`` for ``f(y) = max_j <A_j, y> + b_j`` on a ball or lens.
+def exact_bracket(w: np.ndarray, a: np.ndarray, b: float, slopes: np.ndarray, intercepts: np.ndarray,
+                  C: float, region: Ball | Lens, y_prop: np.ndarray | list[np.ndarray],
+                  g_prop: np.ndarray | list[np.ndarray], theta_prop: np.ndarray | list[np.ndarray],
+                  offset: Fraction | float, tolerance: float) -> ExactBracket:
+    """Exact bracket of ``f_{C,U}(w) − offset`` for ``f(y) = max_j κ_j(<a, y> + b) + e_j`` on a ball or lens.
 
-    ``P`` stacks the pieces' slopes ``A_j`` (``(M, d)``) and ``q`` their intercepts — the affine
-    data recovered from the loss's expression, taken exactly.  The proposals (one each or lists:
-    inner points ``y``, slopes ``g``, simplex weights ``θ``) only steer the search; every bound is
+    The example's generalized linear form (:meth:`~cvxdp.loss.Examples.glm`), taken exactly: its
+    pieces ``A_j = κ_j a`` and ``b_j = κ_j b + e_j`` are exact rationals and exactly parallel, so this
+    is the same function the float closed form certifies.  The proposals (one each or lists: inner
+    points ``y``, slopes ``g``, simplex weights ``θ``) only steer the search; every bound is
     evaluated in rationals, the minorant by the E.3 formula ``β = θᵀb − σ_U(g − Aᵀθ)``.
     """
-    d = P.shape[1]
+    d = a.size
+    a = np.asarray(a, float)
+    slopes, intercepts = np.asarray(slopes, float), np.asarray(intercepts, float)
+    P = slopes[:, None] * a[None, :]  # float, for steering only
+    q = slopes * b + intercepts
     y_props = [np.asarray(y, float) for y in (y_prop if isinstance(y_prop, list) else [y_prop])]
     g_props = [np.asarray(g, float) for g in (g_prop if isinstance(g_prop, list) else [g_prop])]
     t_props = [np.asarray(t, float) for t in (theta_prop if isinstance(theta_prop, list) else [theta_prop])]
     balls = _balls(region)
     qballs = [(_qv(c), _q(r)) for c, r in balls]
-    Pq = [_qv(row) for row in P]
-    qq = _qv(q)
+    aq, bq, kq, eq = _qv(a), _q(b), _qv(slopes), _qv(intercepts)
+    Pq = [[k * t for t in aq] for k in kq]
+    qq = [k * bq + e for k, e in zip(kq, eq, strict=True)]
     wq = _qv(w)
-    Cq, off = _q(C), _q(offset)
+    Cq, off = _q(C), Fraction(offset)
     M = len(qq)
     reach = max(float(np.linalg.norm(c)) + r for c, r in balls)
-    magnitude = (float(np.max(np.linalg.norm(P, axis=1))) * (reach + max(float(np.linalg.norm(y))
-                                                                         for y in y_props))
-                 + float(np.max(np.abs(q))) + C * (float(np.linalg.norm(w)) + reach) + 1.0)
+    magnitude = (float(np.max(np.abs(slopes))) * (float(np.linalg.norm(a)) * (reach + max(
+        float(np.linalg.norm(y)) for y in y_props)) + abs(b)) + float(np.max(np.abs(intercepts)))
+        + C * (float(np.linalg.norm(w)) + reach) + 1.0)
     bits = precision_bits(magnitude, tolerance)
     digits = int(bits * 0.30103 * 2) + 30
     shrink = Fraction(1) - Fraction(1, 1 << bits)
@@ -308,7 +317,7 @@ def exact_bracket(w: np.ndarray, P: np.ndarray, q: np.ndarray, C: float, region:
     # ---- upper: polished candidates, tested exactly -----------------------------------------------
     candidates: list[Vector] = []
     for yf in y_props:
-        candidates.extend(_upper_candidates(yf, P, q, Pq, qq, balls, qballs, shrink, digits))
+        candidates.extend(_upper_candidates(yf, a, P, q, kq, eq, bq, balls, qballs, shrink, digits))
     if not candidates:
         # pull the proposal toward an interior point until it is inside, exactly
         p = _qv(region.interior_point())
@@ -330,13 +339,13 @@ def exact_bracket(w: np.ndarray, P: np.ndarray, q: np.ndarray, C: float, region:
     # ---- lower: exact minorants for a few (g, θ) ---------------------------------------------------
     # the proposals, the direction from the best inner point, zero (w in the flat part of f_{C,U}),
     # and the pieces' own slopes (the extension equals f near w)
-    g_cands = [*g_props, np.zeros(d)]
+    directions = list(g_props)  # slopes a dual optimum may have: C (w − y*)/||w − y*|| near y*
     if best_y is not None:
         diff = np.asarray(w, float) - np.array([float(t) for t in best_y])
         nd = float(np.linalg.norm(diff))
         if nd > 0:
-            g_cands.append(C * diff / nd)
-    g_cands.extend(P[j] for j in range(M))
+            directions.append(C * diff / nd)
+    g_cands = [*directions, np.zeros(d), *(P[j] for j in range(M))]
     thetas: list[Vector] = []
     for t in t_props:
         thetas.append(_simplex_exact(t))
@@ -347,13 +356,15 @@ def exact_bracket(w: np.ndarray, P: np.ndarray, q: np.ndarray, C: float, region:
         order = np.argsort(-(P @ yb + q))
         j1, j2 = int(order[0]), int(order[1])
         normals = [yb - c for c, _ in balls]
-        for g in g_cands[:3]:
+        span = kq[j1] - kq[j2]
+        for g in directions if span != 0 else []:
             for k in range(len(balls) + 1):
                 for subset in itertools.combinations(range(len(balls)), k):
-                    sol = _least_squares([P[j1] - P[j2]] + [normals[i] for i in subset], g, digits,
-                                         minus=P[j2])
+                    # g − κ₂ a = t (κ₁ − κ₂) a + Σ λ n: the coefficient of the column a is t (κ₁ − κ₂)
+                    sol = _least_squares([a] + [normals[i] for i in subset], g, digits,
+                                         minus=(float(slopes[j2]), a))
                     if sol is not None:
-                        t = min(max(sol[0], Fraction(0)), Fraction(1))
+                        t = min(max(sol[0] / span, Fraction(0)), Fraction(1))
                         th = [Fraction(0)] * M
                         th[j1], th[j2] = t, 1 - t
                         thetas.append(th)
@@ -476,10 +487,9 @@ def centered_proposals(W: np.ndarray, a: np.ndarray, b: np.ndarray, slopes: np.n
     return r.y[rows] + origin, r.g[rows], r.pi[rows]
 
 
-def _exact_rows(W: np.ndarray, a: np.ndarray, b: np.ndarray, link, pieces: tuple[np.ndarray, np.ndarray],
-                C: float, region: Ball | Lens, rows: np.ndarray, offsets: np.ndarray, tolerance: float,
-                iterations: int, float_pass) -> list[ExactBracket]:
-    A, B = pieces
+def _exact_rows(W: np.ndarray, a: np.ndarray, b: np.ndarray, link, C: float, region: Ball | Lens,
+                rows: np.ndarray, offsets: np.ndarray, tolerance: float, iterations: int,
+                float_pass) -> list[ExactBracket]:
     m = a.shape[0]
     slopes = np.broadcast_to(link.slopes, (m, link.slopes.shape[-1]))
     intercepts = np.broadcast_to(link.intercepts, (m, link.intercepts.shape[-1]))
@@ -490,7 +500,8 @@ def _exact_rows(W: np.ndarray, a: np.ndarray, b: np.ndarray, link, pieces: tuple
         ys = [y[k], float_pass.y[i]]
         gs = [g[k], float_pass.g[i]]
         thetas = [_weights(float(p), slopes[i]) for p in (pi[k], float_pass.pi[i])]
-        out.append(exact_bracket(W[i], A[i], B[i], C, region, ys, gs, thetas, float(offsets[i]), tolerance))
+        out.append(exact_bracket(W[i], a[i], float(b[i]), slopes[i], intercepts[i], C, region, ys, gs,
+                                 thetas, offsets[i], tolerance))
     return out
 
 
@@ -513,43 +524,39 @@ def _weights(pi: float, slopes: np.ndarray) -> np.ndarray:
     return theta
 
 
-def exact_brackets(W: np.ndarray, a: np.ndarray, b: np.ndarray, link, pieces: tuple[np.ndarray, np.ndarray],
-                   C: float, region: Ball | Lens, rows: np.ndarray, offsets: np.ndarray, tolerance: float,
-                   iterations: int, float_pass):
+def exact_brackets(W: np.ndarray, a: np.ndarray, b: np.ndarray, link, C: float, region: Ball | Lens,
+                   rows: np.ndarray, offsets: np.ndarray, tolerance: float, iterations: int, float_pass):
     """:func:`exact_bracket` for the examples ``rows`` of a batch, as a ``BracketResult`` over those rows.
 
-    ``(a, b, link)`` is the batch's GLM form with a :class:`~cvxdp.links.PiecewiseLinearLink` (it
-    steers the proposals), ``pieces = (A, b)`` the affine data that are certified; ``W`` is
-    ``(m, d)``; each example is evaluated at its own query point with its own offset.
+    ``(a, b, link)`` is the batch's GLM form with a :class:`~cvxdp.links.PiecewiseLinearLink`, the
+    function certified (see :func:`exact_bracket`); ``W`` is ``(m, d)``; each example is evaluated
+    at its own query point with its own offset.
     ``float_pass`` is the closed form's :class:`~cvxdp.extension.reduced.BracketResult` on the whole
     batch (the caller has it already); its points are proposals too.  One Python call per example:
     this path is for the few examples whose float bracket is too wide.
     """
     from cvxdp.extension.reduced import BracketResult
 
-    out = _exact_rows(W, a, b, link, pieces, C, region, rows, offsets, tolerance, iterations, float_pass)
+    out = _exact_rows(W, a, b, link, C, region, rows, offsets, tolerance, iterations, float_pass)
     upper, lower, beta = (np.array(col, float) for col in zip(*(e.rounded() for e in out), strict=True))
     return BracketResult(upper=upper, lower=lower, g=np.stack([e.g for e in out]), beta=beta,
                          y=np.stack([e.y for e in out]), pi=np.zeros(len(out)))
 
 
-def exact_levels(W: np.ndarray, a: np.ndarray, b: np.ndarray, link, pieces: tuple[np.ndarray, np.ndarray],
-                 C: float, region: Ball | Lens, rows: np.ndarray, tolerance: float, iterations: int,
-                 float_pass) -> np.ndarray:
-    """Midpoints of the exact brackets at ``W[rows]``, rounded to float (the offsets ``κ_i``)."""
-    out = _exact_rows(W, a, b, link, pieces, C, region, rows, np.zeros(a.shape[0]), tolerance, iterations,
-                      float_pass)
-    levels = []
-    for e in out:
-        if e.upper is not None and e.lower is not None:
-            mid = (e.upper + e.lower) / 2
-        else:
-            mid = e.upper if e.upper is not None else (e.lower if e.lower is not None else Fraction(0))
-        try:
-            levels.append(float(mid))
-        except OverflowError:
-            levels.append(0.0)
-    return np.array(levels, float)
+def exact_levels(W: np.ndarray, a: np.ndarray, b: np.ndarray, link, C: float, region: Ball | Lens,
+                 rows: np.ndarray, tolerance: float, iterations: int, float_pass) -> np.ndarray:
+    """Midpoints of the exact brackets at ``W[rows]``: the offsets ``κ_i``, exact rationals.
+
+    Not rounded to float: a level of ``10³³`` has a float spacing of ``10¹⁷``, so a float offset
+    would leave shifted values that large — and their own rounding far above any ``α``.
+    """
+    out = _exact_rows(W, a, b, link, C, region, rows, np.zeros(a.shape[0], dtype=object), tolerance,
+                      iterations, float_pass)
+    levels = np.zeros(len(out), dtype=object)
+    for k, e in enumerate(out):
+        bounds = [t for t in (e.upper, e.lower) if t is not None]
+        levels[k] = sum(bounds, Fraction(0)) / len(bounds) if bounds else Fraction(0)
+    return levels
 
 
 __all__ = ["ExactBracket", "centered_proposals", "exact_bracket", "exact_brackets", "exact_levels",

@@ -189,7 +189,8 @@ class LipschitzExtension:
         require:
             Raise :class:`CertificationError` if any example misses ``B``.
         offsets:
-            Per-example constants ``κ_i`` (from :meth:`level_offsets`): the brackets, minorants
+            Per-example constants ``κ_i`` (from :meth:`level_offsets`; exact rationals or floats): the
+            brackets, minorants
             and intercepts returned are those of ``f_{C,U}(·, z_i) − κ_i``.  Subtracting a
             constant from an example's loss moves no minimizer, and keeps the rounded values of
             a huge-level example small.
@@ -218,7 +219,7 @@ class LipschitzExtension:
         # ball or lens (the other rows of (a, b, link) are stand-ins, not those examples' losses)
         exactable = (glm.is_glm if closed and isinstance(glm.link, PiecewiseLinearLink)
                      else np.zeros(m, dtype=bool))
-        shifted = np.zeros(m, dtype=bool) if offsets is None else offsets != 0
+        shifted = np.zeros(m, dtype=bool) if offsets is None else np.asarray(offsets != 0, dtype=bool)
         if np.any(shifted & ~exactable):
             raise ParameterError("per-example offsets are applied by the exact path only, which needs a "
                                  "generalized linear loss with a piecewise-linear link on a ball or lens; "
@@ -238,8 +239,8 @@ class LipschitzExtension:
             exact = np.union1d(todo, np.nonzero(shifted)[0]).astype(int)
             exact = exact[exactable[exact]]
             if exact.size:
-                off = np.zeros(m) if offsets is None else offsets
-                r_exact = exact_brackets(W, a, b, link, examples.pieces(), C, self.region, exact,
+                off = np.zeros(m, dtype=object) if offsets is None else offsets
+                r_exact = exact_brackets(W, a, b, link, C, self.region, exact,
                                          off, tol, self.settings.iterations, r)
                 _store(res, r_exact, exact)
                 method[exact] = "exact"
@@ -266,13 +267,14 @@ class LipschitzExtension:
 
         ``κ_i = 0`` where the float bracket at the public ``point`` (default: an interior point of
         ``U``) is already within ``2⁻⁴⁰ (1 + C·diam U)``; otherwise ``κ_i`` is the exact
-        bracket's midpoint there, rounded to float — so ``f_{C,U}(w, z_i) − κ_i`` is at most
+        bracket's midpoint there, an exact rational (an ``object`` array of
+        :class:`~fractions.Fraction`) — so ``f_{C,U}(w, z_i) − κ_i`` is at most
         ``C||w − point||`` plus that bracket in size for every ``w``.  Each ``κ_i`` is a function
         of its own example, ``C``, ``U`` and ``point`` only; any constant keeps the minimizer, so
         the offsets are invisible to the sensitivity argument.
         """
         m = examples.m
-        out = np.zeros(m)
+        out = np.zeros(m, dtype=object)
         glm = None if self._template is not None else examples.glm()
         if (glm is None or not isinstance(glm[2], PiecewiseLinearLink) or not self.settings.closed_form
                 or not isinstance(self.region, Ball | Lens)):
@@ -285,7 +287,7 @@ class LipschitzExtension:
         # generalized-linear examples only (the conic path of the others applies no offset)
         rows = np.nonzero(glm.is_glm & ~(r.upper - r.lower <= tol))[0]
         if rows.size:
-            out[rows] = exact_levels(W, a, b, link, examples.pieces(), self.C, self.region, rows, tol,
+            out[rows] = exact_levels(W, a, b, link, self.C, self.region, rows, tol,
                                      self.settings.iterations, r)
         return out
 

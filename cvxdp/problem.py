@@ -21,6 +21,7 @@ ledger is checked against ``ε`` before each release and again at the end.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Mapping
@@ -141,6 +142,25 @@ class PrivateResult:
         return "\n".join(lines)
 
 
+def _no_floating_point_warnings(method):
+    """Run ``method`` with numpy's floating-point warnings off.
+
+    Privacy: a warning printed during a fit is an observable output, and numpy's "overflow" /
+    "invalid value" warnings fire on the data's magnitudes (a record of ``10¹⁰⁰``, a bracket
+    overflowing beside a large ``C``) — one record would decide whether a line appears.  Every such
+    result is handled where it arises by a gate that fails closed (a non-finite bound is vacuous,
+    a non-finite bracket takes the exact path or is uncertified), so the warning carries no
+    information cvxdp needs; cvxdp's own warnings (``UtilityWarning`` from the private tail
+    histogram, ``PrivacyLeakWarning`` from public settings) are unaffected.
+    """
+    @functools.wraps(method)
+    def quiet(*args, **kwargs):
+        with np.errstate(all="ignore"):
+            return method(*args, **kwargs)
+
+    return quiet
+
+
 class PrivateProblem:
     """A :class:`~cvxdp.model.Model` to be solved under pure ε-differential privacy."""
 
@@ -149,6 +169,7 @@ class PrivateProblem:
             raise ParameterError(f"PrivateProblem needs a cvxdp.Model, got {type(model).__name__}.")
         self.model = model
 
+    @_no_floating_point_warnings
     def solve(self, data: Mapping, *, epsilon: float, moment_k: float, G_k: float | str,
               G_2: float | None = None, algorithm: str = "population", profile: str | Profile = "tight",
               delta: float = 0.1, localize: bool = True, random_state: object = None,

@@ -16,7 +16,7 @@ from cvxdp.audit import (
     neighbouring_pair,
     output_perturbation_mechanism,
 )
-from cvxdp.error import CertificationError
+from cvxdp.error import CertificationError, DataError
 from cvxdp.problem import PrivateProblem
 
 pytestmark = pytest.mark.filterwarnings("ignore::cvxdp.error.PrivacyLeakWarning")
@@ -86,6 +86,30 @@ def test_a_mechanism_that_always_refuses_cannot_be_audited():
     with pytest.raises(CertificationError, match="nothing to audit"):
         audit(_refusing_laplace(1.0, 1.0, 1.0), {"center": 0.0}, {"center": 1.0}, claimed_epsilon=1.0,
               runs=40, random_state=0)
+
+
+def test_a_side_that_always_refuses_is_audited_against_the_other():
+    """{⊥} has probability 1 on one side and 0 on the other: the audit must say so, not give up."""
+    r = audit(_refusing_laplace(1.0, 1.0, 0.0), {"center": 0.0}, {"center": 1.0}, claimed_epsilon=1.0,
+              runs=200, random_state=0)
+    assert r.extra["refusals"] == [200, 0] and r.violation and r.epsilon_lower_bound > 3.0
+
+
+def test_which_exceptions_are_outputs():
+    """By default only CertificationError is a refusal; ``exceptions=(Exception,)`` counts every one."""
+    def raising(data, source):
+        u = source.uniform(1)
+        if data["center"] and u[0] < 0.5:
+            raise DataError("injected")
+        return u
+
+    d0, d1 = {"center": 0.0}, {"center": 1.0}
+    with pytest.raises(DataError):
+        audit(raising, d0, d1, claimed_epsilon=1.0, runs=40, random_state=0)
+    r = audit(raising, d0, d1, claimed_epsilon=1.0, runs=2000, random_state=0, exceptions=(Exception,))
+    assert r.extra["refusals"][0] == 0 and 900 < r.extra["refusals"][1] < 1100
+    assert r.extra["exceptions"] == [{}, {"DataError": r.extra["refusals"][1]}]
+    assert r.violation  # P(⊥) = 1/2 against 0
 
 
 @pytest.mark.parametrize("kind", NEIGHBOURS)

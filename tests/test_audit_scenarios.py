@@ -1,0 +1,295 @@
+"""The audit as a regression suite: every neighbouring pair of issue 10 through the public API.
+
+Quick mode of :data:`cvxdp.audit.SCENARIOS` (the full mode is ``benchmarks/bench_audit.py``): no
+refusal on either side, identical public records under a common seed, and — where the certified
+minimizer is cached so that runs are cheap — a statistical audit bound ≤ ε; the deliberately broken
+mechanism and the not-neighbours control must be flagged.  Then a property test: random adversarial
+single-record neighbours (magnitudes 1e4 … the declared bound 1e100, n from 20 to 2000) release on
+both sides for every algorithm and every estimator.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cvxdp._validation import DATA_MAX
+from cvxdp.audit import (
+    SCENARIOS,
+    Release,
+    Scenario,
+    _estimator_release,
+    _max_affine_model,
+    _result_release,
+    label_pair,
+    lad_model,
+    max_affine_pair,
+    run_scenario,
+)
+from cvxdp.error import DataError, PrivacyLeakWarning, UtilityWarning
+from cvxdp.estimators import PrivateLADRegressor, PrivateLinearSVM, PrivateQuantileRegressor
+from cvxdp.problem import PrivateProblem
+from cvxdp.random import SeededRandom
+
+pytestmark = [pytest.mark.filterwarnings("ignore::cvxdp.error.PrivacyLeakWarning"),
+              pytest.mark.filterwarnings("ignore::cvxdp.error.UtilityWarning")]  # n = 40: a noisy histogram
+
+GUARANTEED = [name for name, sc in SCENARIOS.items() if not sc.known_limitation]
+LIMITS = [name for name, sc in SCENARIOS.items() if sc.known_limitation]
+
+
+def _differing_records(d0: dict, d1: dict) -> set[int]:
+    assert d0.keys() == d1.keys()
+    rows: set[int] = set()
+    for key in d0:
+        a, b = np.asarray(d0[key]), np.asarray(d1[key])
+        assert a.shape == b.shape
+        diff = (a != b).reshape(a.shape[0], -1).any(axis=1)
+        rows |= set(np.flatnonzero(diff).tolist())
+    return rows
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_every_scenario_is_a_pair_of_single_record_neighbours(name):
+    """Each sound scenario's two data sets differ in exactly one record; the control in every record."""
+    sc = SCENARIOS[name]
+    d0, d1 = sc.build()
+    rows = _differing_records(d0, d1)
+    n = len(next(iter(d0.values())))
+    if sc.sound or "BROKEN" in name:
+        assert len(rows) == 1
+    else:
+        assert len(rows) == n
+    assert sc.description and sc.claimed_epsilon == 1.0
+    assert sc.quick_runs >= 20 or sc.quick_runs == 0
+    assert sc.full_runs >= 20
+    if not sc.sound:  # a power check needs an audit in both modes
+        assert sc.quick_runs >= 20
+
+
+def test_the_registry_holds_every_pair_of_the_issue():
+    names = set(SCENARIOS)
+    for algorithm in ("output-perturbation", "recursive", "population"):
+        assert f"lad-label-1e10/{algorithm}" in names
+    for est in ("lad", "quantile", "svm"):
+        assert {f"estimator-row-1e12/{est}", f"estimator-row-1e12/{est}/output-perturbation"} <= names
+    assert {"max-affine-steep-row/public-G/output-perturbation",
+            "max-affine-steep-row/auto-G/output-perturbation"} <= names
+    assert {"svm-flip/population", "svm-one-class/population"} <= names
+    for kind in ("outlier", "boundary", "huge-features"):
+        assert {f"lad-{kind}/adapter-tight", f"lad-{kind}/BROKEN-noise-x0.25"} <= names
+    # the fast scenarios meet the full mode's 2000 runs per side
+    for name, sc in SCENARIOS.items():
+        if sc.quick_runs:
+            assert sc.full_runs >= 2000, name
+
+
+@pytest.mark.parametrize("name", GUARANTEED)
+def test_scenario_quick_mode(name):
+    """No refusal on either side, identical public records, audited ε ≤ claim (broken: flagged)."""
+    sc = SCENARIOS[name]
+    r = run_scenario(name, quick=True, random_state=0)
+    assert r.refusals == (0, 0), r.summary()
+    assert not r.mismatches, r.summary()
+    if sc.quick_runs:
+        assert r.audit is not None and r.audited_runs == sc.quick_runs
+        assert r.audit.extra["refusals"] == [0, 0]
+    if sc.sound:
+        assert r.audit is None or r.audit.epsilon_lower_bound <= sc.claimed_epsilon, r.summary()
+    else:
+        assert r.audit.violation, r.summary()
+    assert r.ok, r.summary()
+
+
+@pytest.mark.parametrize("name", LIMITS)
+@pytest.mark.xfail(strict=True, reason="documented in SECURITY.md: smooth links certify in float64 and "
+                                       "refuse on a label of 1e10; promote the scenario when this passes")
+def test_known_limitations_still_refuse(name):
+    r = run_scenario(name, quick=True, random_state=0)
+    assert r.ok, r.summary()
+
+
+def test_a_public_record_that_moves_with_the_data_is_a_mismatch():
+    """The coupled check has power: a fitter whose public record reads the data is reported."""
+    def leaky():
+        def fit(data, source):
+            u = source.uniform(1)
+            c = float(np.max(np.abs(data["y"])))  # a "plan constant" read off the data
+            return Release(np.array([u[0]]), {"C": c}, {"C": c})
+        return fit
+
+    sc = Scenario("test/leaky-plan", "a plan constant read off the data", label_pair, leaky,
+                  full_runs=20, coupled_runs=2)
+    SCENARIOS[sc.name] = sc
+    try:
+        r = run_scenario(sc.name, runs=0, random_state=0)
+        assert r.mismatches == ["C"] and not r.ok
+        SCENARIOS[sc.name] = replace(sc, build=lambda: label_pair(big=1.0))  # identical data: no leak
+        assert run_scenario(sc.name, runs=0, random_state=0).ok
+    finally:
+        del SCENARIOS[sc.name]
+
+
+def test_exceptions_of_any_class_are_refusals_of_their_side():
+    def picky():
+        def fit(data, source):
+            if np.max(np.abs(data["y"])) > 1e9:
+                raise DataError("refused")
+            return Release(source.uniform(1), {}, {})
+        return fit
+
+    sc = Scenario("test/picky", "raises a DataError on one side", label_pair, picky, full_runs=40,
+                  coupled_runs=1)
+    SCENARIOS[sc.name] = sc
+    try:
+        r = run_scenario(sc.name, random_state=0)
+        assert r.refusals == (41, 0) and r.exceptions[0] == {"DataError": 41} and not r.ok
+        assert r.audit.violation  # a refusal on one side only is an event of probability 1 vs 0
+    finally:
+        del SCENARIOS[sc.name]
+
+
+@pytest.mark.parametrize("which", ["lad-label-1e10/output-perturbation",
+                                   "max-affine-steep-row/auto-G/output-perturbation",
+                                   "svm-flip/output-perturbation"])
+def test_the_erm_cache_returns_exactly_the_public_api_result(which):
+    """A cached fitter's release and record equal the plain public call's, bit for bit, per seed."""
+    sc = SCENARIOS[which]
+    d0, d1 = sc.build()
+    fit = sc.make_fit()
+    for data in (d0, d1):
+        for seed in (0, 1, 2, 0, 1, 2):  # the second pass hits the cache
+            got = fit(data, SeededRandom(seed))
+            if which.startswith("lad"):
+                res = PrivateProblem(lad_model(1)).solve(data, epsilon=1.0, moment_k=4.0, G_k=2.0,
+                                                         algorithm="output-perturbation", random_state=seed)
+                plain = _result_release(res)
+            elif which.startswith("max-affine"):
+                res = PrivateProblem(_max_affine_model()).solve(data, epsilon=1.0, moment_k=4.0, G_k="auto",
+                                                                algorithm="output-perturbation",
+                                                                random_state=seed)
+                plain = _result_release(res)
+            else:
+                est = PrivateLinearSVM(classes=(0, 1), G_k=2.0, algorithm="output-perturbation",
+                                       random_state=seed).fit(data["X"], data["y"])
+                plain = _estimator_release(est)
+            assert np.array_equal(got.vector, plain.vector)
+            assert got.plan == plain.plan
+    assert fit.cache.hits >= 6 and fit.cache.misses >= 1
+
+
+def test_the_plan_audit_catches_a_plan_that_moves_with_the_data():
+    """Every max-affine example's Lipschitz constant 1 -> 100 (the old whole-data-set decision's effect)."""
+    d0, d1 = max_affine_pair(everyone=True)
+    fit = SCENARIOS["max-affine-CONTROL-every-row/auto-G/output-perturbation"].make_fit()
+    a, b = fit(d0, SeededRandom(0)), fit(d1, SeededRandom(0))
+    assert a.plan["first round"] != b.plan["first round"]
+    assert b.plan["moment bound"] > 10 * a.plan["moment bound"]
+
+
+# --- property: random adversarial single-record neighbours release on both sides --------------------
+
+TARGETS = ["solve/output-perturbation", "solve/recursive", "solve/population",
+           "PrivateLADRegressor", "PrivateQuantileRegressor", "PrivateLinearSVM"]
+D = 2
+
+
+@st.composite
+def neighbours(draw, classification: bool):
+    """Base data (Student-t features) plus a last record that differs between the two sides.
+
+    Side 1's last record is extreme: a magnitude log-uniform in [1e4, 1e100] in the features, the label
+    or both (random signs; features possibly all zero). Side 0's is a typical row or another extreme one.
+    """
+    n = round(math.exp(draw(st.floats(math.log(20.0), math.log(2000.0)))))
+    seed = draw(st.integers(0, 2**31 - 1))
+    rng = np.random.default_rng(seed)
+    X = rng.standard_t(5.0, size=(n, D))
+    y = X @ np.array([0.5, -0.3]) + 0.3 * rng.standard_normal(n)
+    if classification:
+        y = np.where(y > 0, 1.0, -1.0)
+
+    def record():
+        where = draw(st.sampled_from(["features", "label", "both", "zero features"]))
+        mag = min(10.0 ** draw(st.floats(4.0, 100.0)), DATA_MAX)
+        signs = np.array(draw(st.lists(st.sampled_from([-1.0, 0.0, 1.0]), min_size=D, max_size=D)))
+        x = np.zeros(D) if where in ("label", "zero features") else mag * signs
+        if where == "features" and not x.any():
+            x[0] = mag
+        label = draw(st.sampled_from([-1.0, 1.0]))
+        if not classification and where != "features":
+            label *= mag
+        return x, label
+
+    x1, y1 = record()
+    if draw(st.booleans()):
+        x0, y0 = record()
+    else:
+        x0, y0 = X[-1].copy(), y[-1]
+    sides = []
+    for x_last, y_last in ((x0, y0), (x1, y1)):
+        Xs, ys = X.copy(), y.copy()
+        Xs[-1], ys[-1] = x_last, y_last
+        sides.append((Xs, ys))
+    return sides, draw(st.integers(0, 2**31 - 1))
+
+
+def _fit(target: str, X: np.ndarray, y: np.ndarray, seed: int):
+    if target.startswith("solve/"):
+        res = PrivateProblem(lad_model(D)).solve({"x": X, "y": y}, epsilon=1.0, moment_k=4.0, G_k=3.0,
+                                                 algorithm=target.split("/")[1], random_state=seed)
+        assert lad_model(D).domain.contains(res.w) and res.ledger.spent <= 1.0
+        return _result_release(res)
+    cls = {"PrivateLADRegressor": PrivateLADRegressor, "PrivateQuantileRegressor": PrivateQuantileRegressor,
+           "PrivateLinearSVM": PrivateLinearSVM}[target]
+    est = cls(G_k=3.0, random_state=seed).fit(X, y)
+    assert np.all(np.isfinite(est.coef_)) and est.epsilon_spent_ <= 1.0
+    return _estimator_release(est)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", TARGETS)
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_random_extreme_neighbours_release_on_both_sides(target, data):
+    """Both sides release (no exception of any kind) with the same public-input record."""
+    sides, seed = data.draw(neighbours(classification=target == "PrivateLinearSVM"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        warnings.simplefilter("ignore", UtilityWarning)
+        r0, r1 = (_fit(target, X, y, seed) for X, y in sides)
+    assert r0.public == r1.public
+
+
+def _extreme_lad_fit():
+    rng = np.random.default_rng(0)
+    X = rng.standard_t(5, size=(20, 2))
+    y = X @ np.array([0.5, -0.3]) + rng.standard_normal(20)
+    X[-1], y[-1] = [-1e100, 1e100], 1e100
+    PrivateProblem(lad_model(2)).solve({"x": X, "y": y}, epsilon=1.0, moment_k=4.0, G_k=3.0,
+                                       algorithm="population", random_state=0)
+
+
+def _max_affine_auto_fit():
+    _, d1 = max_affine_pair()  # its neighbour d0 emits nothing with the same seed, C and release
+    PrivateProblem(_max_affine_model()).solve(d1, epsilon=1.0, moment_k=4.0, G_k="auto",
+                                              algorithm="output-perturbation", random_state=57)
+
+
+@pytest.mark.parametrize("fit", [_extreme_lad_fit, _max_affine_auto_fit], ids=["lad-1e100", "max-affine"])
+def test_a_fit_emits_no_data_dependent_warning(fit):
+    """Numpy overflow warnings fired on one side only (Ball.support for a record of 1e100; clip_to_ball
+    for the max-affine neighbour at a large private C); a warning is an output, so solve runs with
+    numpy's floating-point warnings off and every overflow is handled by a fail-closed gate."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warnings.simplefilter("ignore", PrivacyLeakWarning)
+        warnings.simplefilter("ignore", UtilityWarning)
+        fit()
+    assert [str(w.message) for w in caught] == []

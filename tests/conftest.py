@@ -39,12 +39,19 @@ def glm_data(rng: np.random.Generator, m: int, d: int, df: float = 3.0) -> dict:
 
 
 class CountingSource(SeededRandom):
-    """A seeded noise source that counts its draws (to check that nothing is drawn before a refusal)."""
+    """A seeded noise source that counts its draws (to check that nothing is drawn before a refusal):
+    float uniforms in ``draws`` (the ℓ2-Laplace mechanism), uniform integers in ``integers`` (the
+    exact integer noise of the tail histogram)."""
 
     def __init__(self, seed: int) -> None:
         super().__init__(seed)
         self.draws = 0
+        self.integers = 0
 
     def uniform(self, size):
         self.draws += 1
         return super().uniform(size)
+
+    def randbelow(self, n):
+        self.integers += 1
+        return super().randbelow(n)

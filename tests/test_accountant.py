@@ -23,18 +23,6 @@ pytestmark = [pytest.mark.filterwarnings("ignore::cvxdp.error.PrivacyLeakWarning
               pytest.mark.filterwarnings("ignore::cvxdp.error.UtilityWarning")]
 
 
-class _CountingAll(CountingSource):
-    """Counts float uniforms (``draws``) and integer draws (``integers``) alike."""
-
-    def __init__(self, seed: int) -> None:
-        super().__init__(seed)
-        self.integers = 0
-
-    def randbelow(self, n):
-        self.integers += 1
-        return super().randbelow(n)
-
-
 class _Untouchable(Mapping):
     """Data that fail the test if anything reads them."""
 
@@ -153,13 +141,13 @@ def test_concurrent_spending_never_exceeds_the_total():
 def test_two_solves_on_one_accountant_the_second_refused_before_any_noise_or_data():
     problem, data, kw = _problem()
     acc = BudgetAccountant(1.0)
-    first = _CountingAll(0)
+    first = CountingSource(0)
     r = problem.solve(data, epsilon=0.6, accountant=acc, random_state=first, **kw)
     assert first.draws > 0 and first.integers > 0  # the counters see both kinds of noise
     label = "PrivateProblem.solve(algorithm='output-perturbation')"
     assert acc.spent == 0.6 and acc.history == [(label, 0.6)]
     assert r.ledger.spent_exact <= Fraction(0.6)
-    second = _CountingAll(1)
+    second = CountingSource(1)
     with pytest.raises(PrivacyBudgetError, match="refused"):
         problem.solve(data, epsilon=0.6, accountant=acc, random_state=second, **kw)
     assert second.draws == 0 and second.integers == 0

@@ -784,6 +784,31 @@ def _huber_model() -> Model:
     return Model(losses.huber(w), [cp.norm(w, 2) <= 1.0])
 
 
+def _lad_box_model(d: int = 1) -> Model:
+    from cvxdp import losses
+
+    w = cp.Variable(d)
+    return Model(losses.absolute(w), [w <= 1.0, w >= -1.0])
+
+
+def _square_model() -> Model:
+    from cvxdp import losses
+
+    w = cp.Variable(1)
+    return Model(losses.squared(w), [cp.norm(w, 2) <= 1.0])
+
+
+def _box_feature_pair() -> tuple[dict, dict]:
+    """LAD data in ``d = 2`` (Student-t features, linear labels); the last example's features are
+    ``10¹²·(1, −1)`` in ``data_0``."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_t(5.0, (40, 2))
+    y = X @ np.array([0.5, -0.5]) + 0.3 * rng.standard_normal(40)
+    X0 = X.copy()
+    X0[-1] = [1e12, -1e12]
+    return {"x": X0, "y": y}, {"x": X, "y": y.copy()}
+
+
 def _register() -> dict[str, Scenario]:
     from cvxdp.estimators import PrivateLADRegressor, PrivateLinearSVM, PrivateQuantileRegressor
 
@@ -864,10 +889,29 @@ def _register() -> dict[str, Scenario]:
             f"PrivateLinearSVM(classes=(0, 1), algorithm='output-perturbation') n=40, labels {text}",
             pair, estimator_fit(PrivateLinearSVM, classes=(0, 1), G_k=2.0, algorithm="output-perturbation"),
             full_runs=2000, quick_runs=150))
+    # a label outlier where no exact path exists: the example is one affine piece on U, substituted
+    # with its level dropped (cvxdp.extension.affine_reduction) -- a Huber link, a box domain
     out.append(Scenario(
-        "KNOWN-LIMITATION/huber-label-1e10/output-perturbation",
-        "Huber on a ball (a smooth link: float64 certification), n=40, one label 1e10 vs 1",
+        "huber-label-1e10/output-perturbation",
+        "Huber on a ball (a smooth link), n=40, one label 1e10 vs 1, defaults",
         label_pair, solve_fit(_huber_model, algorithm="output-perturbation", **defaults),
+        full_runs=2000, quick_runs=100))
+    for algorithm, full, quick in (("output-perturbation", 2000, 100), ("population", 100, 0)):
+        out.append(Scenario(
+            f"lad-box-label-1e10/{algorithm}",
+            f"LAD on a box (the conic path), n=40, one label 1e10 vs 1, algorithm={algorithm!r}",
+            label_pair, solve_fit(_lad_box_model, algorithm=algorithm, **defaults),
+            full_runs=full, quick_runs=quick, coupled_runs=1))
+    # measured refusals, documented in SECURITY.md: no linear part to reduce, no exact path
+    out.append(Scenario(
+        "KNOWN-LIMITATION/square-label-1e10/output-perturbation",
+        "squared loss on a ball (a smooth link with no linear part), n=40, one label 1e10 vs 1",
+        label_pair, solve_fit(_square_model, algorithm="output-perturbation", **defaults),
+        full_runs=40, coupled_runs=1, known_limitation=True))
+    out.append(Scenario(
+        "KNOWN-LIMITATION/lad-box-feature-1e12/output-perturbation",
+        "LAD on a box (the conic path: float64 only), n=40, one feature 1e12 vs the small one",
+        _box_feature_pair, solve_fit(lambda: _lad_box_model(2), algorithm="output-perturbation", **defaults),
         full_runs=40, coupled_runs=1, known_limitation=True))
     return {sc.name: sc for sc in out}
 

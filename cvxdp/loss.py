@@ -232,6 +232,8 @@ class Examples:
     # -- numeric structure --------------------------------------------------
     def pieces(self) -> tuple[np.ndarray, np.ndarray]:
         """``(A, b)`` with ``f(y, z_i) = max_j A[i, j] · y + b[i, j]`` (piecewise-linear losses)."""
+        if "pieces" in self._cache:  # also a reduced batch's one affine piece (see affine_reduction)
+            return self._cache["pieces"]
         st = self.loss.structure
         if not isinstance(st, PiecewiseLinearStructure):
             raise TypeError("pieces() is only defined for piecewise-linear losses")

@@ -14,6 +14,7 @@ import math
 import warnings
 from dataclasses import replace
 
+import cvxpy as cp
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -108,8 +109,9 @@ def test_scenario_quick_mode(name):
 
 
 @pytest.mark.parametrize("name", LIMITS)
-@pytest.mark.xfail(strict=True, reason="documented in SECURITY.md: smooth links certify in float64 and "
-                                       "refuse on a label of 1e10; promote the scenario when this passes")
+@pytest.mark.xfail(strict=True, reason="documented in SECURITY.md: a squared loss with a label of 1e10, or "
+                                       "features of 1e12 on a non-ball domain, are certified in float64 "
+                                       "and refuse; promote the scenario when this passes")
 def test_known_limitations_still_refuse(name):
     r = run_scenario(name, quick=True, random_state=0)
     assert r.ok, r.summary()
@@ -196,16 +198,31 @@ def test_the_plan_audit_catches_a_plan_that_moves_with_the_data():
 # --- property: random adversarial single-record neighbours release on both sides --------------------
 
 TARGETS = ["solve/output-perturbation", "solve/recursive", "solve/population",
-           "PrivateLADRegressor", "PrivateQuantileRegressor", "PrivateLinearSVM"]
+           "PrivateLADRegressor", "PrivateQuantileRegressor", "PrivateLinearSVM",
+           # label records only: the guarantee of the affine reduction (SECURITY.md)
+           "labels/box-lad/output-perturbation", "labels/box-lad/population",
+           "labels/huber/output-perturbation", "labels/simplex-pinball/output-perturbation"]
 D = 2
 
 
+def _labels_model(name: str):
+    from cvxdp import Model, losses
+
+    w = cp.Variable(D)
+    if name == "box-lad":
+        return Model(losses.absolute(w), [w <= 1.0, w >= -1.0])
+    if name == "huber":
+        return Model(losses.huber(w), [cp.norm(w, 2) <= 1.0])
+    return Model(losses.pinball(w, 0.8), [w >= 0.0, cp.sum(w) == 1.0])
+
+
 @st.composite
-def neighbours(draw, classification: bool):
+def neighbours(draw, classification: bool, labels_only: bool = False):
     """Base data (Student-t features) plus a last record that differs between the two sides.
 
     Side 1's last record is extreme: a magnitude log-uniform in [1e4, 1e100] in the features, the label
     or both (random signs; features possibly all zero). Side 0's is a typical row or another extreme one.
+    ``labels_only``: the extreme record has typical features and an extreme label.
     """
     n = round(math.exp(draw(st.floats(math.log(20.0), math.log(2000.0)))))
     seed = draw(st.integers(0, 2**31 - 1))
@@ -216,10 +233,14 @@ def neighbours(draw, classification: bool):
         y = np.where(y > 0, 1.0, -1.0)
 
     def record():
-        where = draw(st.sampled_from(["features", "label", "both", "zero features"]))
+        where = draw(st.sampled_from(["label"] if labels_only else ["features", "label", "both",
+                                                                       "zero features"]))
         mag = min(10.0 ** draw(st.floats(4.0, 100.0)), DATA_MAX)
         signs = np.array(draw(st.lists(st.sampled_from([-1.0, 0.0, 1.0]), min_size=D, max_size=D)))
-        x = np.zeros(D) if where in ("label", "zero features") else mag * signs
+        if labels_only:
+            x = rng.standard_t(5.0, size=D)
+        else:
+            x = np.zeros(D) if where in ("label", "zero features") else mag * signs
         if where == "features" and not x.any():
             x[0] = mag
         label = draw(st.sampled_from([-1.0, 1.0]))
@@ -241,6 +262,13 @@ def neighbours(draw, classification: bool):
 
 
 def _fit(target: str, X: np.ndarray, y: np.ndarray, seed: int):
+    if target.startswith("labels/"):
+        _, name, algorithm = target.split("/")
+        model = _labels_model(name)
+        res = PrivateProblem(model).solve({"x": X, "y": y}, epsilon=1.0, moment_k=4.0, G_k=3.0,
+                                          algorithm=algorithm, random_state=seed)
+        assert model.domain.contains(res.w, tol=1e-9) and res.ledger.spent <= 1.0
+        return _result_release(res)
     if target.startswith("solve/"):
         res = PrivateProblem(lad_model(D)).solve({"x": X, "y": y}, epsilon=1.0, moment_k=4.0, G_k=3.0,
                                                  algorithm=target.split("/")[1], random_state=seed)
@@ -259,7 +287,8 @@ def _fit(target: str, X: np.ndarray, y: np.ndarray, seed: int):
 @given(data=st.data())
 def test_random_extreme_neighbours_release_on_both_sides(target, data):
     """Both sides release (no exception of any kind) with the same public-input record."""
-    sides, seed = data.draw(neighbours(classification=target == "PrivateLinearSVM"))
+    sides, seed = data.draw(neighbours(classification=target == "PrivateLinearSVM",
+                                       labels_only=target.startswith("labels/")))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         warnings.simplefilter("ignore", UtilityWarning)

@@ -29,6 +29,7 @@ import numpy as np
 from cvxdp._validation import finite_array, positive_finite
 from cvxdp.error import DataError
 from cvxdp.extension import LipschitzExtension
+from cvxdp.extension.affine_reduction import AffineReduction, affine_reduction
 from cvxdp.extension.certificates import EPS, rounding_margin
 from cvxdp.geometry import Ball, Box, Domain, Ellipsoid, Intersection, Lens, LocalizedDomain, Simplex
 from cvxdp.loss import Examples
@@ -43,6 +44,11 @@ class RegularizedERM:
     given (it must lie inside ``U``), else over ``U`` itself — the paper's
     setting.  A separate ``w_domain`` serves the classical clipping baseline,
     whose extension is over (nearly) all of ``R^d`` while ``w`` stays in ``W``.
+
+    ``examples`` is stored with the examples that are one affine piece on ``U`` with a huge
+    level substituted by the same piece at a small level (``reduction``, see
+    :mod:`cvxdp.extension.affine_reduction`): ``F`` moves by the constant ``(1/m) Σ κ_i``
+    only, so its minimizers and every certified gap are those of the data as given.
     """
 
     model: Model
@@ -54,6 +60,7 @@ class RegularizedERM:
     w_domain: Domain | None = None
     extension: LipschitzExtension = field(init=False, repr=False)
     _offsets: np.ndarray | None = field(init=False, repr=False, default=None)
+    reduction: AffineReduction = field(init=False, repr=False)
 
     @property
     def feasible_set(self) -> Domain:
@@ -67,6 +74,10 @@ class RegularizedERM:
         if self.examples.loss is not self.model.loss:
             raise DataError("examples were bound to a different loss.")
         self.extension = LipschitzExtension(self.model, self.C, self.region)
+        # examples that are one affine piece on U with a huge level (a label of 1e10) are replaced by
+        # the same piece at a small level: the same f_{C,U} up to a constant, per example
+        self.reduction = affine_reduction(self.examples, self.region, self.C)
+        self.examples = self.reduction.apply(self.examples)
 
     @property
     def m(self) -> int:

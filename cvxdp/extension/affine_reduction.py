@@ -1,0 +1,180 @@
+"""Examples that are affine on ``U`` with a huge level: that level dropped, exactly (refusal-free labels).
+
+An example whose loss is one affine piece on the whole region,
+
+    f(y, z_i) = <s_i, y> + κ_i     for every y ∈ U,
+
+has the Lipschitz extension ``f_{C,U}(w, z_i) = f̃_{C,U}(w, z_i) + κ_i`` for *any* loss ``f̃``
+that equals ``<s_i, y> + κ_i − κ̃_i`` on ``U`` — the extension reads ``f`` on ``U`` only, and a
+constant moves no minimizer and no gap.  A label of ``10¹⁰`` in a least-absolute-deviation or
+pinball example, or in a Huber example in its linear part, is such a level.  The regularized ERM
+(:class:`~cvxdp.erm.problem.RegularizedERM`) therefore *substitutes* each such example by one of
+the same slope and a small level (:meth:`AffineReduction.apply`), whose terms are of the size of
+its slope times ``U`` whatever the label; every path — closed form, exact, conic, the joint
+program of Lemma 2.6 — then certifies it like an ordinary example.
+
+Per example, the test and the substitute:
+
+* **piecewise-linear losses** (``max_j <A_ij, y> + b_ij`` as recovered from the expression):
+  the piece ``j`` largest at the region's interior point dominates every other piece on all of
+  ``U``: ``b_ij − b_il ≥ σ_U(A_il − A_ij)`` for all ``l``, with the difference bounded below and
+  ``σ_U`` above including their float rounding.  Substitute: every piece becomes
+  ``<A_ij, y> + 0`` (so ``κ_i = b_ij``).
+* **Huber links** ``c·huber(u, M)``, ``u = <a_i, y> + b_i``: ``u ≥ M`` on all of ``U``
+  (``b_i + min_U <a_i, y> ≥ M``, rounded safely), or ``u ≤ −M``; there ``f`` is
+  ``c(±2M u − M²)``.  Substitute: the label ``b_i`` replaced by the float ``b'_i`` nearest
+  the region that keeps ``u`` in the same linear part (tested like ``b_i``), so
+  ``κ_i = ±2Mc (b_i − b'_i)``.
+* and the level must dominate: ``|κ_i| > 2¹² (1 + C diam U + ||s_i|| max_U ||y||)``, so an
+  ordinary example keeps its ordinary path.
+
+Privacy: each test and substitute reads example ``i``'s own coefficients and the public ``U`` and
+``C`` only, so whether an example is substituted, and by what, moves with that example alone;
+the substitute equals the example's loss on ``U`` up to the constant ``κ_i`` (exactly, in the
+loss's recovered coefficients), so the objective's minimizers, its gaps and the sensitivity
+argument are those of the original data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from cvxdp.extension.certificates import EPS, support_rounding, support_upper
+from cvxdp.geometry import Domain
+from cvxdp.links import HuberLink
+from cvxdp.loss import Examples, GLMRepresentation
+from cvxdp.structure import PiecewiseLinearStructure, SmoothGLMStructure
+
+#: An example is substituted only if its level exceeds its variation on ``U`` by this factor.
+LEVEL_FACTOR = 2.0**12
+
+
+@dataclass(frozen=True)
+class AffineReduction:
+    """Which examples are substituted (``mask``), the constants ``κ_i`` dropped, and the substitute data.
+
+    ``offsets`` is an ``object`` array of :class:`~fractions.Fraction` (``0`` where ``mask`` is
+    false); ``pieces`` is the substituted ``(A, b)`` of a piecewise-linear loss, ``labels`` the
+    substituted ``b`` of a Huber loss's generalized-linear form (``None`` when not that kind).
+    """
+
+    mask: np.ndarray
+    offsets: np.ndarray
+    pieces: tuple[np.ndarray, np.ndarray] | None = None
+    labels: np.ndarray | None = None
+
+    def apply(self, examples: Examples) -> Examples:
+        """``examples`` with the substituted rows' structure replaced (the raw arrays are kept).
+
+        The substitute lives in the batch's cached numeric structure (``pieces`` / ``glm``), which
+        is what every certified path reads; subsets inherit it.  Unchanged when nothing is reduced.
+        """
+        if not np.any(self.mask):
+            return examples
+        out = Examples(examples.loss, examples.arrays, examples.m)
+        if self.pieces is not None:
+            out._cache["pieces"] = self.pieces
+        else:
+            glm = examples.glm()
+            out._cache["glm"] = GLMRepresentation(glm.a, self.labels, glm.link, glm.is_glm)
+        return out
+
+
+def _support_bound(region: Domain, V: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """An upper bound on ``σ_U(v)`` for the exact ``v`` the float rows ``V`` were computed from.
+
+    ``scale`` bounds the norms of the terms ``v`` was formed from; that rounding and the
+    formula's are charged with :func:`~cvxdp.extension.certificates.support_rounding`.  A region
+    with equality constraints accepts points within its feasibility tolerance ``t`` (per row), so
+    the bound is taken over ``U`` widened by ``4 (√d + 1) t`` in norm.
+    """
+    d = V.shape[-1]
+    widen = 4.0 * (np.sqrt(d) + 1.0) * region.feasibility_tolerance()
+    with np.errstate(invalid="ignore", over="ignore"):
+        sig = (support_upper(region, V) + support_rounding(region, d, scale)
+               + widen * np.linalg.norm(V, axis=-1))
+    return np.where(np.isfinite(sig), sig, np.inf)
+
+
+def _dominant(level: np.ndarray, slope_norm: np.ndarray, C: float, region: Domain) -> np.ndarray:
+    variation = 1.0 + C * region.diameter + slope_norm * region.norm_bound()
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.abs(level) > LEVEL_FACTOR * variation
+
+
+def _argument_range(region: Domain, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds ``lo ≤ <a_i, y> + b_i ≤ hi`` for all ``y ∈ U``, rounding included."""
+    a_norm = np.linalg.norm(a, axis=1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        top = _support_bound(region, a, a_norm)
+        bottom = -_support_bound(region, -a, a_norm)
+        lo = bottom + b - 2.0 * EPS * (np.abs(bottom) + np.abs(b))
+        hi = top + b + 2.0 * EPS * (np.abs(top) + np.abs(b))
+    return np.where(np.isfinite(lo), lo, -np.inf), np.where(np.isfinite(hi), hi, np.inf)
+
+
+def affine_reduction(examples: Examples, region: Domain, C: float) -> AffineReduction:
+    """Which examples of ``examples`` are one affine piece on ``region`` with a dominating level.
+
+    See the module docstring for the tests, the substitutes and the privacy argument.
+    """
+    m = examples.m
+    mask = np.zeros(m, dtype=bool)
+    offsets = np.zeros(m, dtype=object)
+    st = examples.loss.structure
+    if isinstance(st, PiecewiseLinearStructure):
+        A, b = examples.pieces()
+        finite = np.all(np.isfinite(A), axis=(1, 2)) & np.all(np.isfinite(b), axis=1)
+        A0 = np.where(finite[:, None, None], A, 0.0)
+        b0 = np.where(finite[:, None], b, 0.0)
+        rows = np.arange(m)
+        with np.errstate(invalid="ignore", over="ignore"):
+            j = np.argmax(np.einsum("mjd,d->mj", A0, region.interior_point()) + b0, axis=1)
+            Aj, bj = A0[rows, j], b0[rows, j]
+            V = A0 - Aj[:, None, :]  # (m, J, d): piece l minus piece j
+            norms = np.linalg.norm(A0, axis=2)
+            scale = np.linalg.norm(V, axis=2) + norms + norms[rows, j][:, None]
+            d = A.shape[2]
+            sig = _support_bound(region, V.reshape(-1, d), scale.reshape(-1)).reshape(b0.shape)
+            diff_low = (bj[:, None] - b0) - 2.0 * EPS * (np.abs(bj)[:, None] + np.abs(b0))
+            dominates = (diff_low >= sig) | (np.arange(b0.shape[1])[None, :] == j[:, None])
+        mask = finite & np.all(dominates, axis=1) & _dominant(bj, norms[rows, j], C, region)
+        if not np.any(mask):
+            return AffineReduction(mask, offsets)
+        A_new, b_new = A.copy(), b.copy()
+        A_new[mask] = Aj[mask][:, None, :]
+        b_new[mask] = 0.0
+        for i in np.nonzero(mask)[0]:
+            offsets[i] = Fraction(float(bj[i]))
+        return AffineReduction(mask, offsets, pieces=(A_new, b_new))
+    if isinstance(st, SmoothGLMStructure) and isinstance(st.link, HuberLink):
+        glm = examples.glm()
+        a, b, link = glm.a, glm.b, glm.link
+        M = link.M
+        lo, hi = _argument_range(region, a, b)
+        sign = np.where(lo >= M, 1.0, np.where(hi <= -M, -1.0, 0.0))
+        with np.errstate(invalid="ignore", over="ignore"):
+            # the label nearest U that keeps the argument in the same linear part, with room for rounding
+            lo0, hi0 = _argument_range(region, a, np.zeros(m))
+            pad = 8.0 * EPS * (np.abs(lo0) + np.abs(hi0) + M) + 1e-300
+            b_sub = np.where(sign > 0, M - lo0 + pad, -M - hi0 - pad)
+            lo1, hi1 = _argument_range(region, a, b_sub)
+            level = 2.0 * M * link.scale * sign * b
+        same_part = np.where(sign > 0, lo1 >= M, hi1 <= -M)
+        mask = ((sign != 0) & same_part & np.isfinite(b_sub)
+                & _dominant(level, 2.0 * M * link.scale * np.linalg.norm(a, axis=1), C, region))
+        if not np.any(mask):
+            return AffineReduction(mask, offsets)
+        labels = b.copy()
+        labels[mask] = b_sub[mask]
+        k = 2 * Fraction(M) * Fraction(link.scale)
+        for i in np.nonzero(mask)[0]:
+            offsets[i] = k * int(sign[i]) * (Fraction(float(b[i])) - Fraction(float(b_sub[i])))
+        return AffineReduction(mask, offsets, labels=labels)
+    return AffineReduction(mask, offsets)
+
+
+__all__ = ["LEVEL_FACTOR", "AffineReduction", "affine_reduction"]

@@ -1,0 +1,212 @@
+"""The affine reduction: an example that is one affine piece on U loses its level, exactly.
+
+Tested as math: at points of U the substitute equals the example's loss minus its offset in
+exact rationals; an example where another piece becomes active somewhere in U is never
+substituted (the test has power); each example's substitute is its own (one record changed,
+every other row bit for bit); the extension brackets of the substitute plus the offset contain
+the original's; and the label outliers that used to refuse on non-ball regions now release.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+from cvxdp import Model, PrivateProblem, losses
+from cvxdp.extension import LipschitzExtension
+from cvxdp.extension.affine_reduction import LEVEL_FACTOR, affine_reduction
+from cvxdp.geometry import Ball, Box, Simplex, localize
+
+
+def _regions(d: int) -> dict:
+    return {
+        "ball": Ball(np.zeros(d), 1.0),
+        "box": Box(-np.ones(d), np.ones(d)),
+        "simplex": Simplex(d),
+        "lens": localize(Ball(np.zeros(d), 1.0), np.full(d, 0.3), 0.9),
+        "box-localized": localize(Box(-np.ones(d), np.ones(d)), np.full(d, 0.5), 0.7),
+    }
+
+
+def _points(region, rng: np.random.Generator, k: int = 200) -> np.ndarray:
+    """Points of ``region``: projections of a wide cloud, its extreme points in random directions."""
+    d = region.dim
+    cloud = region.project(3.0 * rng.standard_normal((k, d)))
+    return cloud[region.contains(cloud, tol=region.feasibility_tolerance())]
+
+
+def _q(v) -> list[Fraction]:
+    return [Fraction(float(t)) for t in np.ravel(v)]
+
+
+def _pieces_value(A: np.ndarray, b: np.ndarray, y: np.ndarray) -> Fraction:
+    """``max_j <A_j, y> + b_j`` in exact rationals."""
+    yq = _q(y)
+    return max(sum((a * t for a, t in zip(_q(Aj), yq, strict=True)), Fraction(0)) + Fraction(float(bj))
+               for Aj, bj in zip(A, b, strict=True))
+
+
+def _huber(u: Fraction, M: Fraction) -> Fraction:
+    return u * u if abs(u) <= M else 2 * M * abs(u) - M * M
+
+
+def _lad_examples(d: int, n: int, rng: np.random.Generator, loss=losses.absolute):
+    w = cp.Variable(d)
+    model = Model(loss(w), [cp.norm(w, 2) <= 1.0])
+    X = rng.standard_t(3.0, (n, d))
+    y = X @ np.linspace(0.5, -0.5, d) + rng.standard_t(2.0, n)
+    y[: n // 3] *= 10.0 ** rng.uniform(4, 30, n // 3)  # heavy labels of both signs
+    return model, model.bind({"x": X, "y": y}), X, y
+
+
+@pytest.mark.parametrize("kind", ["ball", "box", "simplex", "lens", "box-localized"])
+@pytest.mark.parametrize("loss", [losses.absolute, lambda w: losses.pinball(w, 0.9)], ids=["lad", "pinball"])
+def test_substitute_equals_loss_minus_offset_exactly(kind: str, loss) -> None:
+    rng = np.random.default_rng(1)
+    d = 3
+    _, ex, _, _ = _lad_examples(d, 60, rng, loss)
+    region = _regions(d)[kind]
+    red = affine_reduction(ex, region, C=2.0)
+    assert red.mask.sum() >= 10  # the heavy labels are reduced ...
+    assert not red.mask[20:].any()  # ... ordinary ones are not (the level test)
+    A, b = ex.pieces()
+    A2, b2 = red.apply(ex).pieces()
+    pts = _points(region, rng)
+    assert pts.shape[0] >= 50
+    for i in range(ex.m):
+        if not red.mask[i]:
+            assert np.array_equal(A2[i], A[i]) and np.array_equal(b2[i], b[i])
+            assert red.offsets[i] == 0
+            continue
+        for y in pts[:40]:
+            assert _pieces_value(A[i], b[i], y) - red.offsets[i] == _pieces_value(A2[i], b2[i], y)
+
+
+@pytest.mark.parametrize("kind", ["ball", "box", "lens", "box-localized"])
+def test_huber_substitute_equals_loss_minus_offset_exactly(kind: str) -> None:
+    rng = np.random.default_rng(2)
+    d = 2
+    w = cp.Variable(d)
+    model = Model(losses.huber(w, threshold=1.0), [cp.norm(w, 2) <= 1.0])
+    X = rng.standard_normal((50, d))
+    y = rng.standard_normal(50)
+    y[:20] = np.sign(rng.standard_normal(20)) * 10.0 ** rng.uniform(5, 40, 20)
+    ex = model.bind({"x": X, "y": y})
+    region = _regions(d)[kind]
+    red = affine_reduction(ex, region, C=1.0)
+    assert red.mask[:20].all() and not red.mask[20:].any()
+    glm, glm2 = ex.glm(), red.apply(ex).glm()
+    M = Fraction(1)
+    for i in np.nonzero(red.mask)[0]:
+        for yv in _points(region, rng, 60):
+            u = sum((a * t for a, t in zip(_q(glm.a[i]), _q(yv), strict=True)), Fraction(0))
+            f = _huber(u + Fraction(float(glm.b[i])), M)
+            f2 = _huber(u + Fraction(float(glm2.b[i])), M)
+            assert abs(u + Fraction(float(glm2.b[i]))) >= M  # the substitute stays in the linear part
+            assert f - red.offsets[i] == f2
+        # the substitute's level is small: of the size of the example's variation on U
+        assert abs(glm2.b[i]) <= 4.0 * (1.0 + np.linalg.norm(glm.a[i]) * region.norm_bound())
+
+
+def test_crossing_piece_is_never_substituted() -> None:
+    """Power: a max-affine example whose second piece overtakes the first inside U, however
+    large the first piece's level, must keep both pieces; just below the crossing it is reduced."""
+    w = cp.Variable(2)
+    model = Model(losses.max_affine(w, 2), [cp.norm(w, 2) <= 1.0])
+    level = 1e6
+    A = np.zeros((3, 2, 2))
+    b = np.zeros((3, 2))
+    b[:, 0] = level
+    A[0, 1] = [1.0001 * level, 0.0]  # exceeds the level near y = e1: crossing inside U
+    A[1, 1] = [0.9999 * level, 0.0]  # never reaches the level on the unit ball
+    A[2, 1] = [level, 0.0]  # touches it at y = e1 only: ties are fine, but rounding decides: no
+    ex = model.bind({"A": A, "b": b})
+    U = Ball(np.zeros(2), 1.0)
+    red = affine_reduction(ex, U, C=1.0)
+    assert red.mask.tolist() == [False, True, False]
+    assert red.offsets[1] == Fraction(level)
+
+
+def test_level_must_dominate() -> None:
+    """An ordinary example (level below 2¹² × its variation on U) keeps its path."""
+    w = cp.Variable(1)
+    model = Model(losses.absolute(w), [cp.norm(w, 2) <= 1.0])
+    C = 1.0
+    U = Ball(np.zeros(1), 1.0)
+    variation = 1.0 + C * U.diameter + 1.0 * U.norm_bound()
+    y = np.array([0.5, LEVEL_FACTOR * variation * 0.99, LEVEL_FACTOR * variation * 1.01])
+    ex = model.bind({"x": np.ones((3, 1)), "y": y})
+    assert affine_reduction(ex, U, C).mask.tolist() == [False, False, True]
+
+
+@pytest.mark.parametrize("record", [1e10, -1e30, 1e100, 5e3])
+def test_per_example(record: float) -> None:
+    """Replacing one example leaves every other example's mask, offset and substitute bit for bit."""
+    rng = np.random.default_rng(3)
+    model, ex, X, y = _lad_examples(2, 40, rng)
+    y2 = y.copy()
+    y2[7] = record
+    ex2 = model.bind({"x": X, "y": y2})
+    for region in _regions(2).values():
+        r1, r2 = affine_reduction(ex, region, 1.5), affine_reduction(ex2, region, 1.5)
+        others = np.arange(40) != 7
+        assert np.array_equal(r1.mask[others], r2.mask[others])
+        assert list(r1.offsets[others]) == list(r2.offsets[others])
+        p1, p2 = r1.apply(ex).pieces(), r2.apply(ex2).pieces()
+        assert np.array_equal(p1[0][others], p2[0][others]) and np.array_equal(p1[1][others], p2[1][others])
+
+
+@pytest.mark.parametrize("kind", ["box", "ball", "box-localized"])
+def test_extension_brackets_agree(kind: str) -> None:
+    """``f_{C,U}`` of the substitute plus κ brackets the same values as the original's (moderate
+    labels, where both are certified in float)."""
+    rng = np.random.default_rng(4)
+    d = 2
+    w = cp.Variable(d)
+    model = Model(losses.absolute(w), [w <= 1, w >= -1])
+    X = rng.standard_normal((30, d))
+    y = np.concatenate([rng.uniform(1e5, 5e5, 15) * rng.choice([-1, 1], 15), rng.standard_normal(15)])
+    ex = model.bind({"x": X, "y": y})
+    region = _regions(d)[kind]
+    ext = LipschitzExtension(model, 1.3, region)
+    red = affine_reduction(ex, region, 1.3)
+    assert red.mask[:15].all()
+    sub = red.apply(ex)
+    for wq in _points(region, rng, 20)[:5]:
+        e1, e2 = ext.evaluate(wq, ex), ext.evaluate(wq, sub)
+        kappa = np.array([float(k) for k in red.offsets])
+        assert np.all(e1.lower <= e2.upper + kappa + 1e-9 * (1 + np.abs(kappa)))
+        assert np.all(e2.lower + kappa <= e1.upper + 1e-9 * (1 + np.abs(kappa)))
+        # the substitute's brackets are as tight as the original's (here, labels small enough for
+        # float64 to certify the original too)
+        assert np.all(e2.upper - e2.lower <= e1.upper - e1.lower + 2 * e1.tolerance)
+
+
+def _model(loss: str, dom: str, d: int = 2) -> Model:
+    w = cp.Variable(d)
+    cons = {"ball": [cp.norm(w, 2) <= 1.0], "box": [w <= 1, w >= -1],
+            "simplex": [w >= 0, cp.sum(w) == 1]}[dom]
+    f = {"huber": losses.huber, "lad": losses.absolute, "pinball": lambda w: losses.pinball(w, 0.9)}[loss](w)
+    return Model(f, cons)
+
+
+@pytest.mark.parametrize("loss,dom,algorithm", [
+    ("lad", "box", "output-perturbation"), ("lad", "box", "recursive"), ("lad", "simplex", "population"),
+    ("pinball", "box", "output-perturbation"), ("huber", "ball", "output-perturbation"),
+    ("huber", "box", "output-perturbation"), ("huber", "simplex", "output-perturbation"),
+])
+def test_label_outlier_releases(loss: str, dom: str, algorithm: str) -> None:
+    """One label of 1e10 (or 1e100) on a region without the exact path: released, never refused."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_t(5.0, (60, 2))
+    y = X @ np.array([0.5, -0.5]) + 0.3 * rng.standard_normal(60)
+    problem = PrivateProblem(_model(loss, dom))
+    for big in (1e10, -1e100):
+        y2 = y.copy()
+        y2[-1] = big
+        res = problem.solve({"x": X, "y": y2}, epsilon=1.0, moment_k=4.0, G_k=2.0, algorithm=algorithm,
+                            random_state=1)
+        assert np.all(np.isfinite(res.w))

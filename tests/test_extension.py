@@ -270,3 +270,37 @@ def test_upper_bound_is_exact_when_huge_features_cancel(closed_form, C):
     dist = np.linalg.norm(w_fit - Y, axis=1)
     relative_only = f + C * dist + 64 * np.finfo(float).eps * (f + C * dist)
     assert not all(_exactly_above(X[i], labels[i], Y[i], w_fit, C, relative_only[i]) for i in range(m))
+
+
+@pytest.mark.parametrize("lens", [False, True])
+def test_tight_where_the_inner_point_is_the_query_on_the_boundary(lens):
+    """``y* = w`` on a sphere of ``U`` with a slope steeper than ``C``: ``f_{C,U}(w) = f(w)`` and the
+    tight minorant tilts the slope by the normal cone (the direction ``w − y*`` is rounding noise).
+    The bracket must be tight, contain the value, and its minorant stay below the loss on ``U``."""
+    rng = np.random.default_rng(11)
+    d, C = 3, 1.0
+    w_var = cp.Variable(d)
+    model = cvxdp.Model(cvxdp.losses.affine(w_var), [cp.norm(w_var, 2) <= 1.0])
+    U = localize(model.domain, np.full(d, 0.2), 0.95) if lens else model.domain
+    ext = LipschitzExtension(model, C, U)
+    hits = 0
+    for _ in range(30):
+        s = rng.standard_normal(d)
+        s *= 2.0 * C / np.linalg.norm(s)
+        # w: a boundary point where -s points out of U (within the C-ball of the normal cone)
+        w = U.project(-10.0 * s / np.linalg.norm(s) + 0.3 * rng.standard_normal(d))
+        ex = model.bind({"x": s[None, :], "y": np.zeros(1)})
+        ev = ext.evaluate(w, ex)
+        value = float(s @ w)  # f_{C,U}(w) = f(w) when y* = w
+        y = cp.Variable(d)
+        cons = [cp.norm(y, 2) <= 1.0] + ([cp.norm(y - U.second.center, 2) <= U.second.radius] if lens else [])
+        ref = cp.Problem(cp.Minimize(s @ y + C * cp.norm(w - y, 2)), cons)
+        ref.solve(solver=cp.CLARABEL)
+        if abs(ref.value - value) > 1e-7:
+            continue  # y* is not w for this draw
+        hits += 1
+        assert ev.lower[0] <= value + 1e-12 <= ev.upper[0] + 2e-12
+        assert ev.upper[0] - ev.lower[0] <= 1e-10
+        pts = U.project(rng.standard_normal((50, d)))
+        assert np.all(pts @ ev.subgradient[0] + ev.intercept[0] <= pts @ s + 1e-12)
+    assert hits >= 10

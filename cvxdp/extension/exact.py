@@ -345,7 +345,12 @@ def exact_bracket(w: np.ndarray, a: np.ndarray, b: float, slopes: np.ndarray, in
         nd = float(np.linalg.norm(diff))
         if nd > 0:
             directions.append(C * diff / nd)
-    g_cands = [*directions, np.zeros(d), *(P[j] for j in range(M))]
+    # w on U's boundary with y* = w and a piece steeper than C: the piece's slope plus the normal
+    # cone at w (the tight minorant there; see reduced.normal_cone_slopes)
+    from cvxdp.extension.reduced import normal_cone_slopes
+
+    tilted = normal_cone_slopes(np.broadcast_to(np.asarray(w, float), (M, d)), P, region)
+    g_cands = [*directions, np.zeros(d), *(P[j] for j in range(M)), *(tilted[j] for j in range(M))]
     thetas: list[Vector] = []
     for t in t_props:
         thetas.append(_simplex_exact(t))

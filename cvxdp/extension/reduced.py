@@ -214,6 +214,50 @@ class _Slices:
         return np.pad(out, ((0, 0), (0, 3 - self.k))) if self.k < 3 else out
 
 
+def normal_cone_slopes(w: np.ndarray, base: np.ndarray, region: Ball | Lens) -> np.ndarray:
+    """The least-norm ``g ∈ base + N_U(w)`` for points ``w`` on the boundary of ``U`` (``base`` elsewhere).
+
+    When the inner point is ``y* = w`` on a sphere of ``U`` and the slope ``base = π a`` is
+    steeper than ``C``, the tight minorant has ``g − π a`` in the normal cone at ``w``: then
+    ``β = π b − φ*(π) − σ_U(g − π a)`` gives ``<g, w> + β = φ(<a, w> + b)``, exactly the value.
+    ``N_U(w)`` is spanned by the outward normals ``n_k`` of the spheres ``w`` lies on (within a
+    relative ``10⁻⁹``); the least-norm element of ``base + cone(n_k)`` is found over one normal
+    (``t = max(0, −<base, n>)``) and, on a lens's rim, over both (a 2 × 2 system, kept when
+    both ``t ≥ 0``).  A proposal only: the caller evaluates and certifies the bound it gives.
+    """
+    balls = ([(region.first.center, region.first.radius), (region.second.center, region.second.radius)]
+             if isinstance(region, Lens) else [(region.center, region.radius)])
+    best = base.copy()
+    best_norm = np.linalg.norm(base, axis=1)
+    normals, active = [], []
+    for c, r in balls:
+        diff = w - c
+        nd = np.linalg.norm(diff, axis=1)
+        on = nd >= r * (1.0 - 1e-9)
+        n = diff / np.where(nd > 0, nd, 1.0)[:, None]
+        normals.append(n)
+        active.append(on)
+        t = np.maximum(0.0, -np.einsum("md,md->m", base, n))
+        cand = base + t[:, None] * n
+        cn = np.linalg.norm(cand, axis=1)
+        take = on & (cn < best_norm)
+        best[take], best_norm[take] = cand[take], cn[take]
+    if len(balls) == 2:
+        n1, n2 = normals
+        g11, g22 = np.einsum("md,md->m", n1, n1), np.einsum("md,md->m", n2, n2)
+        g12 = np.einsum("md,md->m", n1, n2)
+        r1, r2 = -np.einsum("md,md->m", base, n1), -np.einsum("md,md->m", base, n2)
+        det = g11 * g22 - g12 * g12
+        with np.errstate(invalid="ignore", divide="ignore"):
+            t1 = (g22 * r1 - g12 * r2) / det
+            t2 = (g11 * r2 - g12 * r1) / det
+        cand = base + t1[:, None] * n1 + t2[:, None] * n2
+        cn = np.linalg.norm(cand, axis=1)
+        take = active[0] & active[1] & (det > 1e-12) & (t1 >= 0) & (t2 >= 0) & (cn < best_norm)
+        best[take] = cand[take]
+    return best
+
+
 def _golden_min(fun, lo: np.ndarray, hi: np.ndarray, iters: int) -> np.ndarray:
     a, b = lo.copy(), hi.copy()
     x1 = b - _GOLDEN * (b - a)
@@ -317,7 +361,25 @@ def evaluate_on_balls(w: np.ndarray, a: np.ndarray, b: np.ndarray, link: Link, C
         pcands = [p_gold, p0, pi_deg, np.clip(sl, p_lo, p_hi), np.clip(sr, p_lo, p_hi)]
         pvals = np.stack([dual_obj(p) for p in pcands])
         pick = np.argmax(pvals, axis=0)
-        pi[idx] = np.stack(pcands)[pick, np.arange(idx.size)]
+        pi_live = np.stack(pcands)[pick, np.arange(idx.size)]
+        pi[idx] = pi_live
+        # y* at (or next to) w on U's boundary with a slope steeper than C: the direction w − y* is
+        # rounding noise; the normal-cone slope is the tight one (kept where its bound is better)
+        near = np.nonzero(nd <= 1e-6 * scale_w)[0]
+        if near.size:
+            rows = idx[near]
+            g_alt = clip_to_ball(normal_cone_slopes(w[rows], pi_deg[near, None] * a[rows], region), C)
+            lk_n = lk.subset(near)
+
+            def bound(gg: np.ndarray, pp: np.ndarray) -> np.ndarray:
+                with np.errstate(invalid="ignore", over="ignore"):
+                    val = (np.einsum("md,md->m", gg, w[rows]) + pp * b[rows] - lk_n.conjugate(pp)
+                           - region.support(gg - pp[:, None] * a[rows]))
+                return np.where(np.isfinite(val), val, -np.inf)
+
+            better = bound(g_alt, pi_deg[near]) > bound(g_live[near], pi_live[near])
+            g[rows[better]] = g_alt[better]
+            pi[rows[better]] = pi_deg[near][better]
     # -- certified evaluation in the full space ------------------------------
     y, inside = certified_inner_points(region, region.make_feasible(y))
     u = np.einsum("md,md->m", a, y) + b

@@ -120,7 +120,7 @@ def _support_bound(domain: Domain, v: np.ndarray) -> tuple[np.ndarray, np.ndarra
     vn = np.linalg.norm(v, axis=-1)
     if has_exact_support(domain):
         with np.errstate(invalid="ignore", over="ignore"):
-            return domain.support(v), support_rounding(domain, d, 2.0 * vn)
+            return domain.support_upper(v), support_rounding(domain, d, 2.0 * vn)
     c, r = domain.bounding_ball()
     reach = float(np.linalg.norm(c)) + float(r)
     with np.errstate(invalid="ignore", over="ignore"):

@@ -71,7 +71,7 @@ def separating_cut(region: Domain, x: np.ndarray) -> tuple[np.ndarray, float] | 
         a = x - region.project(x)
         if not np.any(a):
             a = x - region.interior_point()
-        return a, float(region.support(a))
+        return a, float(region.support_upper(a))
     if isinstance(region, LocalizedDomain):
         cut = separating_cut(region.ball, x)
         return cut if cut is not None else separating_cut(region.base, x)

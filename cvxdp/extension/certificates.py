@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cvxdp.geometry import Ball, Box, Domain, Ellipsoid, Lens, LocalizedDomain, Simplex
+from cvxdp.geometry import Ball, Box, Domain, Ellipsoid, Intersection, Lens, LocalizedDomain, Simplex
 
 EPS = float(np.finfo(float).eps)
 
@@ -107,10 +107,35 @@ def has_exact_support(region: Domain) -> bool:
 
 
 def support_upper(region: Domain, v: np.ndarray) -> np.ndarray:
-    """An upper bound on ``σ_U(v)`` (exact for balls, lenses, boxes, simplices, ellipsoids)."""
-    if has_exact_support(region):
-        return region.support(v)
+    """An upper bound on ``σ_U(v)`` (the closed form for balls, lenses, boxes, simplices; an
+    ellipsoid's carries the error of its float eigendecomposition, see
+    :meth:`~cvxdp.geometry.Ellipsoid.support_upper`)."""
     return region.support_upper(v)
+
+
+def per_row_support_upper(region: Domain, v: np.ndarray) -> np.ndarray:
+    """An upper bound on ``σ_U(v)`` computed for each row of ``v`` from that row alone.
+
+    :func:`support_upper` of a polytope solves one LP for all rows together, so its answer for
+    one row moves (within the solver's tolerance) with the others — unusable where a decision
+    must be per example.  Here: the closed forms (ball, lens, box, simplex, ellipsoid with its
+    error bound), the minimum of the parts' bounds for ``W ∩ B`` and intersections, and the
+    bounding ball ``<c, v> + r||v||`` otherwise.
+    """
+    v = np.asarray(v, float)
+    if has_exact_support(region):
+        return region.support_upper(v)
+    if isinstance(region, LocalizedDomain):
+        return np.minimum(per_row_support_upper(region.base, v), region.ball.support(v))
+    if isinstance(region, Intersection):
+        c, r = region.bounding_ball()
+        bounds = [per_row_support_upper(p, v) for p in region.parts]
+        bounds.append(v @ np.asarray(c, float) + r * np.linalg.norm(v, axis=-1))
+        return np.min(np.stack(bounds), axis=0)
+    c, r = region.bounding_ball()
+    if not np.isfinite(r):
+        return np.full(v.shape[:-1], np.inf)
+    return v @ np.asarray(c, float) + r * np.linalg.norm(v, axis=-1)
 
 
 def split_support_bound(region: Domain, v: np.ndarray, s_base: np.ndarray | None,

@@ -167,7 +167,7 @@ def repair_aux_multipliers(z: np.ndarray, A_aux: np.ndarray, c_aux: np.ndarray,
 def _region_support_fn(region: Domain, z_U: np.ndarray):
     """A cheap per-example upper bound ``v ↦ σ_U(v)`` using ``U``'s multipliers where needed."""
     if has_exact_support(region):
-        return lambda v: region.support(v)
+        return lambda v: support_upper(region, v)
     rows = region.cone_rows()
     if isinstance(region, LocalizedDomain):
         base_rows = region.base.cone_rows()

@@ -84,6 +84,19 @@ class Ellipsoid(Domain):
         w = (v @ self._V) / np.sqrt(self._q)
         return v @ self.center + np.linalg.norm(w, axis=-1)
 
+    def support_upper(self, directions: np.ndarray) -> np.ndarray:
+        """:meth:`support` plus its error bound: a guaranteed upper bound on ``σ(v)``.
+
+        ``q, V`` come from a float eigendecomposition, exact for ``Q + E`` with
+        ``||E|| ≲ d ε ||Q||``, so ``vᵀQ⁻¹v`` errs by a relative ``d ε cond(Q)``; we charge
+        ``(d + 64) ε ((cond + 1) R + ||c||) ||v||`` with ``R = 1/sqrt(min q) ≥ sqrt(vᵀQ⁻¹v)/||v||``.
+        """
+        v = as_points(directions, self.dim)
+        radius = 1.0 / float(np.sqrt(self._q.min()))
+        scale = (self.condition_number + 1.0) * radius + float(np.linalg.norm(self.center))
+        margin = (self.dim + 64.0) * EPS * scale * np.linalg.norm(v, axis=-1)
+        return self.support(v) + margin
+
     @property
     def diameter(self) -> float:
         return 2.0 / float(np.sqrt(self._q.min()))

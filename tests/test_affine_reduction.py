@@ -210,3 +210,28 @@ def test_label_outlier_releases(loss: str, dom: str, algorithm: str) -> None:
         res = problem.solve({"x": X, "y": y2}, epsilon=1.0, moment_k=4.0, G_k=2.0, algorithm=algorithm,
                             random_state=1)
         assert np.all(np.isfinite(res.w))
+
+
+@pytest.mark.parametrize("kind", ["polytope", "polytope-localized"])
+def test_per_example_on_regions_without_a_closed_form_support(kind: str) -> None:
+    """A polytope's σ_U comes from one LP for all rows, whose answer for one row moves with the
+    others (found by a review: one record scaled to 1e7 flipped another example's substitution).
+    The reduction bounds σ_U row by row (the bounding ball), so no row moves with another."""
+    from cvxdp.geometry import Polytope
+
+    w = cp.Variable(2)
+    tri = Polytope(np.array([[-1.0, 0.0], [0.0, -1.0], [1.0, 1.0]]), np.array([1.0, 1.0, 1.0]))
+    region = tri if kind == "polytope" else localize(tri, np.array([0.1, 0.1]), 0.8)
+    model = Model(losses.max_affine(w, 2), [w[0] >= -1, w[1] >= -1, w[0] + w[1] <= 1])
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal((40, 2, 2))
+    b = rng.standard_normal((40, 2))
+    b[:20, 0] = 1e10  # dominant first pieces
+    A2 = A.copy()
+    A2[7] *= 1e7
+    r1 = affine_reduction(model.bind({"A": A, "b": b}), region, 1.0)
+    r2 = affine_reduction(model.bind({"A": A2, "b": b}), region, 1.0)
+    others = np.arange(40) != 7
+    assert r1.mask[:20].all()
+    assert np.array_equal(r1.mask[others], r2.mask[others])
+    assert list(r1.offsets[others]) == list(r2.offsets[others])

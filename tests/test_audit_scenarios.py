@@ -201,7 +201,9 @@ TARGETS = ["solve/output-perturbation", "solve/recursive", "solve/population",
            "PrivateLADRegressor", "PrivateQuantileRegressor", "PrivateLinearSVM",
            # label records only: the guarantee of the affine reduction (SECURITY.md)
            "labels/box-lad/output-perturbation", "labels/box-lad/population",
-           "labels/huber/output-perturbation", "labels/simplex-pinball/output-perturbation"]
+           "labels/huber/output-perturbation", "labels/simplex-pinball/output-perturbation",
+           # any record: the exact path of the smooth rational links on a ball
+           "smooth/square/output-perturbation", "smooth/huber/population"]
 D = 2
 
 
@@ -213,6 +215,8 @@ def _labels_model(name: str):
         return Model(losses.absolute(w), [w <= 1.0, w >= -1.0])
     if name == "huber":
         return Model(losses.huber(w), [cp.norm(w, 2) <= 1.0])
+    if name == "square":
+        return Model(losses.squared(w), [cp.norm(w, 2) <= 1.0])
     return Model(losses.pinball(w, 0.8), [w >= 0.0, cp.sum(w) == 1.0])
 
 
@@ -262,7 +266,7 @@ def neighbours(draw, classification: bool, labels_only: bool = False):
 
 
 def _fit(target: str, X: np.ndarray, y: np.ndarray, seed: int):
-    if target.startswith("labels/"):
+    if target.startswith(("labels/", "smooth/")):
         _, name, algorithm = target.split("/")
         model = _labels_model(name)
         res = PrivateProblem(model).solve({"x": X, "y": y}, epsilon=1.0, moment_k=4.0, G_k=3.0,

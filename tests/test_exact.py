@@ -154,11 +154,11 @@ def test_single_bracket_reports_no_bound_rather_than_a_wrong_one():
 def test_offsets_where_the_exact_path_cannot_apply_them_are_refused():
     """An offset is a constant the exact path subtracts; silently dropping one would mix two functions."""
     w = cp.Variable(3)
-    model = cvxdp.Model(losses.huber(w), [cp.norm(w, 2) <= 1])
+    model = cvxdp.Model(losses.logistic(w), [cp.norm(w, 2) <= 1])
     rng = np.random.default_rng(0)
-    ex = model.bind({"x": rng.normal(size=(5, 3)), "y": rng.normal(size=5)})
+    ex = model.bind({"x": rng.normal(size=(5, 3)), "y": np.sign(rng.normal(size=5))})
     ext = cvxdp.LipschitzExtension(model, 1.0)
-    assert np.all(ext.level_offsets(ex) == 0)  # smooth links: never an offset
+    assert np.all(ext.level_offsets(ex) == 0)  # the logistic link is not rational: never an offset
     with pytest.raises(cvxdp.error.ParameterError):
         ext.evaluate(np.zeros(3), ex, offsets=np.array([0.0, 1.0, 0.0, 0.0, 0.0]))
     lad = _lad()
@@ -257,3 +257,60 @@ def test_quantile_regressor_releases_beside_a_far_record(quantile):
                                                  algorithm="output-perturbation", random_state=0)
             coefs.append(est.fit(*data).coef_)
     assert all(np.all(np.isfinite(c)) for c in coefs)
+
+
+def _smooth_record(loss: str, x: np.ndarray, y: float, d: int = 2):
+    w = cp.Variable(d)
+    model = cvxdp.Model(getattr(losses, loss)(w), [cp.norm(w, 2) <= 1])
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((4, d))
+    Y = rng.standard_normal(4)
+    X[-1], Y[-1] = x, y
+    return model, model.bind({"x": X, "y": Y})
+
+
+@pytest.mark.parametrize("loss,x,y", [
+    ("squared", [0.7, 1.3], 1e30),  # a steep quadratic: the optimum next to a pole
+    ("squared", [1e14, -1e14], 1e14),  # a valley through U
+    ("squared", [-1e14, 0.0], -1e14),  # a valley tangent to the sphere at a pole (found by hypothesis)
+    ("squared", [1e30, 1e30], 0.0),
+    ("huber", [1e30, -1e30], 1e30),  # Huber's flat middle crossing U
+    ("huber", [1e20, 0.0], 3.0),
+])
+def test_smooth_rational_links_are_bracketed_exactly(loss, x, y):
+    """Square and Huber links are rational: an extreme record's bracket is evaluated exactly.
+
+    Checked as math: the bracket is tight; its lower end is below ``f(y) + C||w − y||`` at points
+    ``y`` of ``U`` (evaluated in rationals, so a too-high lower bound is caught); its minorant is
+    below the loss at points of ``U``."""
+    from fractions import Fraction
+
+    model, ex = _smooth_record(loss, np.array(x, float), y)
+    ext = cvxdp.LipschitzExtension(model, 1.0)
+    off = ext.level_offsets(ex)
+    glm = ex.glm()
+    a, b, link = glm.a[-1], glm.b[-1], glm.link
+    rng = np.random.default_rng(1)
+
+    def f_exact(yv: np.ndarray) -> Fraction:
+        u = sum((Fraction(float(ai)) * Fraction(float(t)) for ai, t in zip(a, yv, strict=True)),
+                Fraction(float(b)))
+        c, M = Fraction(link.scale), Fraction(getattr(link, "M", math.inf)) if loss == "huber" else None
+        if loss == "squared" or abs(u) <= M:
+            return c * u * u
+        return c * (2 * M * abs(u) - M * M)
+
+    pts = model.domain.project(rng.standard_normal((60, 2)) * 2.0)
+    pts = pts[model.domain.certainly_contains(pts)]
+    for wq in [np.zeros(2), np.array([0.3, -0.2]), np.array([0.6, 0.8]) * 0.999, np.array([0.99, 0.1])]:
+        ev = ext.evaluate(wq, ex, offsets=off)
+        assert ev.method[-1] == "exact" or ev.upper[-1] - ev.lower[-1] <= 1e-9
+        assert ev.upper[-1] - ev.lower[-1] <= 1e-8
+        lower = Fraction(float(ev.lower[-1])) + Fraction(off[-1])
+        for yv in pts[:20]:
+            dist = math.sqrt(float(np.sum((wq - yv) ** 2))) * (1 + 1e-15)
+            assert lower <= f_exact(yv) + Fraction(dist)
+            g, beta = ev.subgradient[-1], Fraction(float(ev.intercept[-1])) + Fraction(off[-1])
+            minorant = sum((Fraction(float(gi)) * Fraction(float(t)) for gi, t in zip(g, yv, strict=True)),
+                           beta)
+            assert minorant <= f_exact(yv)

@@ -42,7 +42,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from cvxdp.extension.certificates import EPS, support_rounding, support_upper
+from cvxdp.extension.certificates import EPS, per_row_support_upper, support_rounding
 from cvxdp.geometry import Domain
 from cvxdp.links import HuberLink
 from cvxdp.loss import Examples, GLMRepresentation
@@ -94,8 +94,11 @@ def _support_bound(region: Domain, V: np.ndarray, scale: np.ndarray) -> np.ndarr
     d = V.shape[-1]
     widen = 4.0 * (np.sqrt(d) + 1.0) * region.feasibility_tolerance()
     with np.errstate(invalid="ignore", over="ignore"):
-        sig = (support_upper(region, V) + support_rounding(region, d, scale)
-               + widen * np.linalg.norm(V, axis=-1))
+        try:  # each row from itself (a polytope's LP would couple the rows); a failure: no reduction
+            sig = (per_row_support_upper(region, V) + support_rounding(region, d, scale)
+                   + widen * np.linalg.norm(V, axis=-1))
+        except Exception:  # any failure of the bound fails closed: the row is not reduced
+            return np.full(V.shape[:-1], np.inf)
     return np.where(np.isfinite(sig), sig, np.inf)
 
 

@@ -393,6 +393,230 @@ def exact_bracket(w: np.ndarray, a: np.ndarray, b: float, slopes: np.ndarray, in
                         y=y_out if y_out is not None else y_props[0].copy())
 
 
+# -- smooth rational links (Huber, square) ---------------------------------------------------------
+def _rational_link(link) -> tuple[str, Fraction, Fraction] | None:
+    """``(kind, c, M)`` of a link whose value and conjugate are rational functions, else ``None``."""
+    from cvxdp.links import HuberLink, SquareLink
+
+    if isinstance(link, HuberLink):
+        return "huber", _q(link.scale), _q(link.M)
+    if isinstance(link, SquareLink):
+        return "square", _q(link.scale), Fraction(0)
+    return None
+
+
+def _link_value(kind: str, c: Fraction, M: Fraction, u: Fraction) -> Fraction:
+    if kind == "square" or abs(u) <= M:
+        return c * u * u
+    return c * (2 * M * abs(u) - M * M)
+
+
+def _link_slope(kind: str, c: Fraction, M: Fraction, u: Fraction) -> Fraction:
+    if kind == "square":
+        return 2 * c * u
+    return c * max(-2 * M, min(2 * M, 2 * u))
+
+
+def _link_conjugate(kind: str, c: Fraction, M: Fraction, pi: Fraction) -> Fraction | None:
+    """``φ*(π) = π²/(4c)`` (on ``|π| ≤ 2Mc`` for Huber; ``None`` outside the domain)."""
+    if kind == "huber" and abs(pi) > 2 * M * c:
+        return None
+    return pi * pi / (4 * c)
+
+
+def _best_multiplier(kind: str, c: Fraction, M: Fraction, a: np.ndarray, b_c: Fraction, g: np.ndarray,
+                     r: float, digits: int) -> Fraction:
+    """``argmax_π π b_c − π²/(4c) − r||g − π a||`` (within the link's dual domain), by bisection.
+
+    The slope ``b_c − π/(2c) + r <a, g − π a>/||g − π a||`` decreases in ``π``; 200 halvings of a
+    bracket found by doubling, in ``digits``-digit decimal arithmetic.  A proposal only.
+    """
+    with localcontext() as ctx:
+        ctx.prec = digits
+        ad = [Decimal(float(t)) for t in a]
+        gd = [Decimal(float(t)) for t in g]
+        bd = Decimal(b_c.numerator) / Decimal(b_c.denominator)
+        cd = Decimal(c.numerator) / Decimal(c.denominator)
+        rd = Decimal(float(r))
+
+        def slope(p: Decimal) -> Decimal:
+            v = [gi - p * ai for gi, ai in zip(gd, ad, strict=True)]
+            nv = sum(t * t for t in v).sqrt()
+            pull = sum(ai * vi for ai, vi in zip(ad, v, strict=True)) / nv if nv > 0 else Decimal(0)
+            return bd - p / (2 * cd) + rd * pull
+
+        if kind == "huber":
+            lo, hi = -2 * Decimal(M.numerator) / Decimal(M.denominator) * cd, \
+                2 * Decimal(M.numerator) / Decimal(M.denominator) * cd
+        else:
+            lo, hi = Decimal(-1), Decimal(1)
+            for _ in range(2000):
+                if slope(lo) > 0:
+                    break
+                lo *= 2
+            for _ in range(2000):
+                if slope(hi) < 0:
+                    break
+                hi *= 2
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            if slope(mid) > 0:
+                lo = mid
+            else:
+                hi = mid
+        return Fraction((lo + hi) / 2)
+
+
+def _poles(a: np.ndarray, balls: list[tuple[np.ndarray, float]], qballs: list[tuple[Vector, Fraction]],
+           shrink: Fraction, digits: int) -> list[Vector]:
+    """The points ``c ± r·a/||a||`` of each sphere of ``U`` (radius shrunk), in high precision, inside ``U``.
+
+    A steep quadratic's minimizer sits next to a pole; a float proposal there is off the pole
+    along the sphere by a rounding ``δ``, which costs ``slope·||a||·δ²`` — visible at a slope of
+    ``10³⁰``.  The poles are computed to ``digits`` digits instead.
+    """
+    if not np.any(a):
+        return []
+    out: list[Vector] = []
+    with localcontext() as ctx:
+        ctx.prec = digits
+        ad = [Decimal(float(t)) for t in a]
+        norm = sum(t * t for t in ad).sqrt()
+        for (c, _), (_, rq) in zip(balls, qballs, strict=True):
+            rad = Decimal(rq.numerator) / Decimal(rq.denominator) * (Decimal(shrink.numerator)
+                                                                    / Decimal(shrink.denominator))
+            for sign in (1, -1):
+                y = [Fraction(Decimal(float(ci)) + sign * rad * t / norm)
+                     for ci, t in zip(c, ad, strict=True)]
+                if _inside(y, qballs):
+                    out.append(y)
+    return out
+
+
+def exact_bracket_smooth(w: np.ndarray, a: np.ndarray, b: float, link, C: float, region: Ball | Lens,
+                         y_props: list[np.ndarray], g_props: list[np.ndarray], pi_props: list[float],
+                         offset: Fraction | float, tolerance: float) -> ExactBracket:
+    """Exact bracket of ``f_{C,U}(w) − offset`` for ``f(y) = φ(<a, y> + b)`` with ``φ`` Huber or square.
+
+    Both links are rational: ``φ(u) = c u²`` (``c(2M|u| − M²)`` beyond ``M`` for Huber) and
+    ``φ*(π) = π²/(4c)`` (on ``|π| ≤ 2Mc``), so, as for piecewise-linear links, every bound is
+    evaluated in rationals: the upper one at proposals polished onto the spheres of ``U`` and
+    tested for membership exactly, the lower one by the E.3 minorant
+    ``<g, w> + π b − φ*(π) − σ_U(g − π a)`` with ``||g|| ≤ C`` tested exactly and ``σ_U``
+    bounded above exactly.  Candidates: the proposals' ``(g, π)``, ``π = φ'(u)`` at the best
+    inner point (the multiplier there), ``g`` the unit direction from that point times ``C``, the
+    slope ``π a`` clipped and tilted by the normal cone.
+    """
+    from cvxdp.extension.reduced import normal_cone_slopes
+
+    kind, cq, Mq = _rational_link(link)
+    d = a.size
+    a = np.asarray(a, float)
+    balls = _balls(region)
+    qballs = [(_qv(c), _q(r)) for c, r in balls]
+    aq, bq, wq = _qv(a), _q(b), _qv(w)
+    Cq, off = _q(C), Fraction(offset)
+    reach = max(float(np.linalg.norm(c)) + r for c, r in balls)
+    u_size = float(np.linalg.norm(a)) * (reach + max(float(np.linalg.norm(y)) for y in y_props)) + abs(b)
+    magnitude = float(cq) * (u_size * u_size + 2.0 * float(Mq) * u_size) + C * (float(np.linalg.norm(w))
+                                                                                 + reach) + 1.0
+    bits = precision_bits(magnitude, tolerance)
+    digits = int(bits * 0.30103 * 2) + 30
+    shrink = Fraction(1) - Fraction(1, 1 << bits)
+    no_pieces = np.zeros((0, d))
+
+    def value(y: Vector) -> Fraction:
+        diff = _sub(wq, y)
+        return _link_value(kind, cq, Mq, _dot(aq, y) + bq) + Cq * sqrt_upper(_dot(diff, diff), bits) - off
+
+    candidates: list[Vector] = []
+    for yf in y_props:
+        candidates.extend(_upper_candidates(yf, a, no_pieces, np.zeros(0), [], [], bq, balls, qballs, shrink,
+                                            digits))
+        if np.any(a):
+            # the valley of a steep link (Huber's flat middle, the square's zero): polish onto
+            # <a, y> + b ∈ {−M, 0, M} (alone and with the near spheres) so that a huge <a, y> does not
+            # turn the proposal's rounding into a visible loss
+            near = [i for i, (c, r) in enumerate(balls) if float(np.linalg.norm(yf - c)) >= r * (1.0 - 1e-6)]
+            for t in ((-Mq, Fraction(0), Mq) if kind == "huber" else (Fraction(0),)):
+                for k in range(len(near) + 1):
+                    for subset in itertools.combinations(near, k):
+                        spheres = [(balls[i][0], (qballs[i][1] * shrink) ** 2) for i in subset]
+                        y = _polish(yf, [(a, t - bq)], spheres, digits)
+                        if y is not None and _inside(y, qballs):
+                            candidates.append(y)
+    candidates.extend(_poles(a, balls, qballs, shrink, digits))
+    if not candidates:
+        p = _qv(region.interior_point())
+        yq = _qv(y_props[0])
+        for e in (bits, 60, 40, 20, 10, 4, 1):
+            t = Fraction(1) - Fraction(1, 1 << e)
+            y = [pi + t * (yi - pi) for pi, yi in zip(p, yq, strict=True)]
+            if _inside(y, qballs):
+                candidates.append(y)
+                break
+    best_upper: Fraction | None = None
+    best_y: Vector | None = None
+    for y in candidates:
+        v = value(y)
+        if best_upper is None or v < best_upper:
+            best_upper, best_y = v, y
+    y_out = _float_inside(best_y, qballs, region) if best_y is not None else None
+
+    pis = [Fraction(float(p)) for p in pi_props if math.isfinite(p)]
+    directions = list(g_props)
+    # the best point, and the proposals (next to a flat valley that touches a sphere the best point
+    # may be a pole where the multipliers are degenerate, while the proposal sits at the optimum)
+    points = ([best_y] if best_y is not None else []) + [_qv(y) for y in y_props]
+    for k_pt, yq in enumerate(points):
+        if k_pt == 0 and best_y is not None:
+            pis.append(_link_slope(kind, cq, Mq, _dot(aq, yq) + bq))
+        yb = np.array([float(t) for t in yq])
+        diff = np.asarray(w, float) - yb
+        nd = float(np.linalg.norm(diff))
+        dirs = list(directions)
+        if nd > 0:
+            dirs.append(C * diff / nd)
+            directions.append(C * diff / nd)
+        # the multiplier π with g − π a in the normal cone at the point: least squares over
+        # (a, the normals of the spheres near it), in high precision, for each direction g
+        near = [yb - c for c, r in balls if float(np.linalg.norm(yb - c)) >= r * (1.0 - 1e-6)]
+        for g in dirs:
+            for k in range(len(near) + 1):
+                for subset in itertools.combinations(near, k):
+                    sol = _least_squares([a, *subset], g, digits)
+                    if sol is not None:
+                        pis.append(sol[0])
+    # for each direction g and ball B(c, r) of U: the maximizer of the concave
+    # π ↦ π (b + <c, a>) − φ*(π) − r ||g − π a|| (the bound with σ_B for σ_U), by bisection on its
+    # slope in high precision — the multiplier where the optimum's position is too fine for floats
+    for g in directions[:2]:
+        for c, r in balls:
+            pis.append(_best_multiplier(kind, cq, Mq, a, bq + _dot(aq, _qv(c)), g, r, digits))
+    if kind == "huber":
+        pis = [max(-2 * Mq * cq, min(2 * Mq * cq, p)) for p in pis]
+    best_lower: Fraction | None = None
+    best_beta: Fraction | None = None
+    best_g = np.zeros(d)
+    for pi in pis:
+        phistar = _link_conjugate(kind, cq, Mq, pi)
+        if phistar is None:
+            continue
+        base = float(pi) * a
+        tilted = normal_cone_slopes(np.asarray(w, float)[None, :], base[None, :], region)[0]
+        for g in [*directions, np.zeros(d), base, tilted]:
+            g = _into_ball(g, Cq)
+            gq = _qv(g)
+            v = [gi - pi * ai for gi, ai in zip(gq, aq, strict=True)]
+            sigma = _support_upper(v, balls, qballs, bits, digits, region)
+            beta = pi * bq - phistar - sigma - off
+            lower = _dot(gq, wq) + beta
+            if best_lower is None or lower > best_lower:
+                best_lower, best_beta, best_g = lower, beta, g
+    return ExactBracket(upper=best_upper, lower=best_lower, g=best_g, beta=best_beta,
+                        y=y_out if y_out is not None else y_props[0].copy())
+
+
 def _simplex_exact(t: np.ndarray) -> Vector:
     """Float weights made an exact point of the simplex (negatives to 0, then divided by their sum)."""
     tq = [max(_q(x), Fraction(0)) for x in t]
@@ -496,6 +720,11 @@ def _exact_rows(W: np.ndarray, a: np.ndarray, b: np.ndarray, link, C: float, reg
                 rows: np.ndarray, offsets: np.ndarray, tolerance: float, iterations: int,
                 float_pass) -> list[ExactBracket]:
     m = a.shape[0]
+    if _rational_link(link) is not None:
+        # smooth rational links: the caller's float pass gives the proposals (no centring)
+        return [exact_bracket_smooth(W[i], a[i], float(b[i]), link, C, region, [float_pass.y[i]],
+                                     [float_pass.g[i]], [float(float_pass.pi[i])], offsets[i], tolerance)
+                for i in rows]
     slopes = np.broadcast_to(link.slopes, (m, link.slopes.shape[-1]))
     intercepts = np.broadcast_to(link.intercepts, (m, link.intercepts.shape[-1]))
     y, g, pi = centered_proposals(W, a, b, slopes, intercepts, C, region, iterations, rows)

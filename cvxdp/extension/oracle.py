@@ -41,7 +41,7 @@ from cvxdp.extension.conic_path import generic_bracket, solve_extension_programs
 from cvxdp.extension.exact import exact_brackets, exact_levels
 from cvxdp.extension.reduced import BracketResult, evaluate_on_balls
 from cvxdp.geometry import Ball, Domain, Lens, localize
-from cvxdp.links import PiecewiseLinearLink
+from cvxdp.links import HuberLink, PiecewiseLinearLink, SquareLink
 from cvxdp.loss import Examples
 from cvxdp.model import Model
 from cvxdp.structure import GenericStructure
@@ -217,12 +217,12 @@ class LipschitzExtension:
                   and isinstance(self.region, Ball | Lens))
         # the examples the exact path can take: generalized-linear with a piecewise-linear link on a
         # ball or lens (the other rows of (a, b, link) are stand-ins, not those examples' losses)
-        exactable = (glm.is_glm if closed and isinstance(glm.link, PiecewiseLinearLink)
-                     else np.zeros(m, dtype=bool))
+        exactable = (glm.is_glm if closed and _exact_link(glm.link) else np.zeros(m, dtype=bool))
         shifted = np.zeros(m, dtype=bool) if offsets is None else np.asarray(offsets != 0, dtype=bool)
         if np.any(shifted & ~exactable):
             raise ParameterError("per-example offsets are applied by the exact path only, which needs a "
-                                 "generalized linear loss with a piecewise-linear link on a ball or lens; "
+                                 "generalized linear loss with a piecewise-linear, Huber or square link on "
+                                 "a ball or lens; "
                                  "take them from level_offsets() of the same extension and examples.")
         if closed:
             # per example: the generalized-linear examples take the closed form, the others the
@@ -276,7 +276,7 @@ class LipschitzExtension:
         m = examples.m
         out = np.zeros(m, dtype=object)
         glm = None if self._template is not None else examples.glm()
-        if (glm is None or not isinstance(glm[2], PiecewiseLinearLink) or not self.settings.closed_form
+        if (glm is None or not _exact_link(glm[2]) or not self.settings.closed_form
                 or not isinstance(self.region, Ball | Lens)):
             return out
         c = self.region.make_feasible(self.region.interior_point()) if point is None else point
@@ -338,6 +338,11 @@ class LipschitzExtension:
             settings = settings.tightened(100.0) if attempt == 0 else ConicSettings(
                 solver="ecos" if settings.solver == "clarabel" else "clarabel",
                 tol=settings.tol, max_iter=settings.max_iter)
+
+
+def _exact_link(link: object) -> bool:
+    """Links the exact path evaluates in rationals: piecewise linear, Huber, square (not logistic)."""
+    return isinstance(link, PiecewiseLinearLink | HuberLink | SquareLink)
 
 
 def _store(res: BracketResult, r: BracketResult, idx: np.ndarray,

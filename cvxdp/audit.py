@@ -902,12 +902,13 @@ def _register() -> dict[str, Scenario]:
             f"LAD on a box (the conic path), n=40, one label 1e10 vs 1, algorithm={algorithm!r}",
             label_pair, solve_fit(_lad_box_model, algorithm=algorithm, **defaults),
             full_runs=full, quick_runs=quick, coupled_runs=1))
-    # measured refusals, documented in SECURITY.md: no linear part to reduce, no exact path
+    # a smooth rational link on a ball: the exact path
     out.append(Scenario(
-        "KNOWN-LIMITATION/square-label-1e10/output-perturbation",
-        "squared loss on a ball (a smooth link with no linear part), n=40, one label 1e10 vs 1",
+        "square-label-1e10/output-perturbation",
+        "squared loss on a ball (the exact path of rational links), n=40, one label 1e10 vs 1",
         label_pair, solve_fit(_square_model, algorithm="output-perturbation", **defaults),
-        full_runs=40, coupled_runs=1, known_limitation=True))
+        full_runs=2000, quick_runs=100))
+    # a measured refusal, documented in SECURITY.md: huge features on a region with no exact path
     out.append(Scenario(
         "KNOWN-LIMITATION/lad-box-feature-1e12/output-perturbation",
         "LAD on a box (the conic path: float64 only), n=40, one feature 1e12 vs the small one",

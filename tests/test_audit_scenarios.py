@@ -109,9 +109,9 @@ def test_scenario_quick_mode(name):
 
 
 @pytest.mark.parametrize("name", LIMITS)
-@pytest.mark.xfail(strict=True, reason="documented in SECURITY.md: a squared loss with a label of 1e10, or "
-                                       "features of 1e12 on a non-ball domain, are certified in float64 "
-                                       "and refuse; promote the scenario when this passes")
+@pytest.mark.xfail(strict=True, reason="documented in SECURITY.md: features of 1e12 on a region without an "
+                                       "exact path are certified in float64 and refuse; promote the "
+                                       "scenario when this passes")
 def test_known_limitations_still_refuse(name):
     r = run_scenario(name, quick=True, random_state=0)
     assert r.ok, r.summary()

@@ -273,6 +273,32 @@ def _upper_candidates(yf: np.ndarray, a: np.ndarray, P: np.ndarray, q: np.ndarra
     return candidates
 
 
+def _best_candidate(candidates: list[Vector], value, fallback: np.ndarray, region: Ball | Lens,
+                    qballs: list[tuple[Vector, Fraction]], bits: int
+                    ) -> tuple[Fraction | None, Vector | None, np.ndarray | None]:
+    """The candidate of least exact ``value`` (the upper bound), and a float point of ``U`` next to it.
+
+    Without candidates the fallback proposal is pulled toward an interior point until it lies in
+    ``U`` exactly.
+    """
+    if not candidates:
+        p = _qv(region.interior_point())
+        yq = _qv(fallback)
+        for e in (bits, 60, 40, 20, 10, 4, 1):
+            t = Fraction(1) - Fraction(1, 1 << e)
+            y = [pi + t * (yi - pi) for pi, yi in zip(p, yq, strict=True)]
+            if _inside(y, qballs):
+                candidates = [y]
+                break
+    best_upper: Fraction | None = None
+    best_y: Vector | None = None
+    for y in candidates:
+        v = value(y)
+        if best_upper is None or v < best_upper:
+            best_upper, best_y = v, y
+    return best_upper, best_y, (_float_inside(best_y, qballs, region) if best_y is not None else None)
+
+
 def exact_bracket(w: np.ndarray, a: np.ndarray, b: float, slopes: np.ndarray, intercepts: np.ndarray,
                   C: float, region: Ball | Lens, y_prop: np.ndarray | list[np.ndarray],
                   g_prop: np.ndarray | list[np.ndarray], theta_prop: np.ndarray | list[np.ndarray],
@@ -318,23 +344,7 @@ def exact_bracket(w: np.ndarray, a: np.ndarray, b: float, slopes: np.ndarray, in
     candidates: list[Vector] = []
     for yf in y_props:
         candidates.extend(_upper_candidates(yf, a, P, q, kq, eq, bq, balls, qballs, shrink, digits))
-    if not candidates:
-        # pull the proposal toward an interior point until it is inside, exactly
-        p = _qv(region.interior_point())
-        yq = _qv(y_props[0])
-        for e in (bits, 60, 40, 20, 10, 4, 1):
-            t = Fraction(1) - Fraction(1, 1 << e)
-            y = [pi + t * (yi - pi) for pi, yi in zip(p, yq, strict=True)]
-            if _inside(y, qballs):
-                candidates.append(y)
-                break
-    best_upper: Fraction | None = None
-    best_y: Vector | None = None
-    for y in candidates:
-        v = value(y)
-        if best_upper is None or v < best_upper:
-            best_upper, best_y = v, y
-    y_out = _float_inside(best_y, qballs, region) if best_y is not None else None
+    best_upper, best_y, y_out = _best_candidate(candidates, value, y_props[0], region, qballs, bits)
 
     # ---- lower: exact minorants for a few (g, θ) ---------------------------------------------------
     # the proposals, the direction from the best inner point, zero (w in the flat part of f_{C,U}),
@@ -546,22 +556,7 @@ def exact_bracket_smooth(w: np.ndarray, a: np.ndarray, b: float, link, C: float,
                         if y is not None and _inside(y, qballs):
                             candidates.append(y)
     candidates.extend(_poles(a, balls, qballs, shrink, digits))
-    if not candidates:
-        p = _qv(region.interior_point())
-        yq = _qv(y_props[0])
-        for e in (bits, 60, 40, 20, 10, 4, 1):
-            t = Fraction(1) - Fraction(1, 1 << e)
-            y = [pi + t * (yi - pi) for pi, yi in zip(p, yq, strict=True)]
-            if _inside(y, qballs):
-                candidates.append(y)
-                break
-    best_upper: Fraction | None = None
-    best_y: Vector | None = None
-    for y in candidates:
-        v = value(y)
-        if best_upper is None or v < best_upper:
-            best_upper, best_y = v, y
-    y_out = _float_inside(best_y, qballs, region) if best_y is not None else None
+    best_upper, best_y, y_out = _best_candidate(candidates, value, y_props[0], region, qballs, bits)
 
     pis = [Fraction(float(p)) for p in pi_props if math.isfinite(p)]
     directions = list(g_props)

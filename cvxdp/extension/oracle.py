@@ -20,6 +20,14 @@ Three evaluation paths, chosen per example (from that example and public inputs 
 ``conic-dual``
     Generic DPP losses: CVXPY-compiled once, certified from the repaired
     conic dual.
+``exact``
+    Generalized-linear examples with a piecewise-linear, Huber or square link on a
+    ball or lens whose float bracket is too wide for the tolerance, or that carry
+    an offset: bracketed in exact rational arithmetic (:mod:`cvxdp.extension.exact`).
+
+(Examples that are one affine piece on ``U`` with a huge level reach the oracle
+already substituted by that piece at a small level — see
+:mod:`cvxdp.extension.affine_reduction`.)
 
 Losses that are neither structured nor DPP are refused with
 :class:`~cvxdp.error.UncertifiableLossError` — the oracle never reports a
@@ -48,7 +56,7 @@ from cvxdp.structure import GenericStructure
 
 logger = logging.getLogger(__name__)
 
-METHODS = ("closed-form", "conic", "conic-dual")
+METHODS = ("closed-form", "conic", "conic-dual", "exact")
 
 
 @dataclass(frozen=True)

@@ -248,11 +248,11 @@ def normal_cone_slopes(w: np.ndarray, base: np.ndarray, region: Ball | Lens) -> 
         g12 = np.einsum("md,md->m", n1, n2)
         r1, r2 = -np.einsum("md,md->m", base, n1), -np.einsum("md,md->m", base, n2)
         det = g11 * g22 - g12 * g12
-        with np.errstate(invalid="ignore", divide="ignore"):
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             t1 = (g22 * r1 - g12 * r2) / det
             t2 = (g11 * r2 - g12 * r1) / det
-        cand = base + t1[:, None] * n1 + t2[:, None] * n2
-        cn = np.linalg.norm(cand, axis=1)
+            cand = base + t1[:, None] * n1 + t2[:, None] * n2
+            cn = np.linalg.norm(cand, axis=1)
         take = active[0] & active[1] & (det > 1e-12) & (t1 >= 0) & (t2 >= 0) & (cn < best_norm)
         best[take] = cand[take]
     return best

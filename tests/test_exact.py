@@ -154,11 +154,11 @@ def test_single_bracket_reports_no_bound_rather_than_a_wrong_one():
 def test_offsets_where_the_exact_path_cannot_apply_them_are_refused():
     """An offset is a constant the exact path subtracts; silently dropping one would mix two functions."""
     w = cp.Variable(3)
-    model = cvxdp.Model(losses.logistic(w), [cp.norm(w, 2) <= 1])
+    model = cvxdp.Model(losses.absolute(w), [w <= 1, w >= -1])
     rng = np.random.default_rng(0)
-    ex = model.bind({"x": rng.normal(size=(5, 3)), "y": np.sign(rng.normal(size=5))})
+    ex = model.bind({"x": rng.normal(size=(5, 3)), "y": rng.normal(size=5)})
     ext = cvxdp.LipschitzExtension(model, 1.0)
-    assert np.all(ext.level_offsets(ex) == 0)  # the logistic link is not rational: never an offset
+    assert np.all(ext.level_offsets(ex) == 0)  # a box: no exact path, ordinary labels: no reduction
     with pytest.raises(cvxdp.error.ParameterError):
         ext.evaluate(np.zeros(3), ex, offsets=np.array([0.0, 1.0, 0.0, 0.0, 0.0]))
     lad = _lad()
@@ -264,7 +264,7 @@ def _smooth_record(loss: str, x: np.ndarray, y: float, d: int = 2):
     model = cvxdp.Model(getattr(losses, loss)(w), [cp.norm(w, 2) <= 1])
     rng = np.random.default_rng(0)
     X = rng.standard_normal((4, d))
-    Y = rng.standard_normal(4)
+    Y = np.sign(rng.standard_normal(4)) if loss == "logistic" else rng.standard_normal(4)
     X[-1], Y[-1] = x, y
     return model, model.bind({"x": X, "y": Y})
 
@@ -276,9 +276,13 @@ def _smooth_record(loss: str, x: np.ndarray, y: float, d: int = 2):
     ("squared", [1e30, 1e30], 0.0),
     ("huber", [1e30, -1e30], 1e30),  # Huber's flat middle crossing U
     ("huber", [1e20, 0.0], 3.0),
+    ("logistic", [-1e17, 0.0], 1.0),  # a steep softplus (found by hypothesis)
+    ("logistic", [-1e18, -1e18], 1.0),
+    ("logistic", [1e30, 3e29], -1.0),
 ])
 def test_smooth_rational_links_are_bracketed_exactly(loss, x, y):
-    """Square and Huber links are rational: an extreme record's bracket is evaluated exactly.
+    """Square and Huber links are rational, the logistic one bounded rigorously in decimals: an
+    extreme record's bracket is evaluated exactly.
 
     Checked as math: the bracket is tight; its lower end is below ``f(y) + C||w − y||`` at points
     ``y`` of ``U`` (evaluated in rationals, so a too-high lower bound is caught); its minorant is
@@ -296,6 +300,16 @@ def test_smooth_rational_links_are_bracketed_exactly(loss, x, y):
         u = sum((Fraction(float(ai)) * Fraction(float(t)) for ai, t in zip(a, yv, strict=True)),
                 Fraction(float(b)))
         c, M = Fraction(link.scale), Fraction(getattr(link, "M", math.inf)) if loss == "huber" else None
+        if loss == "logistic":  # a rigorous lower bound of c·log(1 + e^u): max(u, 0) + e^{-|u|}/2 if small
+            from decimal import Decimal, localcontext
+
+            with localcontext() as ctx:
+                ctx.prec = 80
+                ctx.Emin = -999999999
+                ud = Decimal(u.numerator) / Decimal(u.denominator)
+                tail = (-abs(ud)).exp()
+                val = max(ud, Decimal(0)) + tail * (1 - tail / 2)  # log(1 + t) ≥ t − t²/2
+            return c * Fraction(val) - Fraction(1, 10**70)
         if loss == "squared" or abs(u) <= M:
             return c * u * u
         return c * (2 * M * abs(u) - M * M)

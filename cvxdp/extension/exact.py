@@ -403,43 +403,117 @@ def exact_bracket(w: np.ndarray, a: np.ndarray, b: float, slopes: np.ndarray, in
                         y=y_out if y_out is not None else y_props[0].copy())
 
 
-# -- smooth rational links (Huber, square) ---------------------------------------------------------
-def _rational_link(link) -> tuple[str, Fraction, Fraction] | None:
-    """``(kind, c, M)`` of a link whose value and conjugate are rational functions, else ``None``."""
-    from cvxdp.links import HuberLink, SquareLink
+# -- smooth links (Huber, square: rational; logistic: rigorous decimal bounds) ----------------------
+def _smooth_link(link) -> tuple[str, Fraction, Fraction] | None:
+    """``(kind, c, M)`` of a smooth link the exact path bounds rigorously, else ``None``."""
+    from cvxdp.links import HuberLink, LogisticLink, SquareLink
 
     if isinstance(link, HuberLink):
         return "huber", _q(link.scale), _q(link.M)
     if isinstance(link, SquareLink):
         return "square", _q(link.scale), Fraction(0)
+    if isinstance(link, LogisticLink):
+        return "logistic", _q(link.scale), Fraction(0)
     return None
 
 
-def _link_value(kind: str, c: Fraction, M: Fraction, u: Fraction) -> Fraction:
+def _dec(q: Fraction) -> Decimal:
+    return Decimal(q.numerator) / Decimal(q.denominator)
+
+
+def _softplus_upper(u: Fraction, digits: int) -> Fraction:
+    """A rational ``≥ log(1 + e^u)``: ``max(u, 0) + log(1 + e^{−|u|})`` in ``digits``-digit decimals.
+
+    :mod:`decimal`'s ``exp`` and ``ln`` are correctly rounded, so the computed value errs by a few
+    units of its last digit; ``10^{3−digits}(1 + |value|)`` is added.  ``e^{−|u|}`` may underflow
+    to 0 — below that margin.
+    """
+    with localcontext() as ctx:
+        ctx.prec = digits
+        ctx.Emin = -999999999
+        ud = _dec(u)
+        tail = (Decimal(1) + (-abs(ud)).exp()).ln()
+        val = max(ud, Decimal(0)) + tail
+        margin = Decimal(10) ** (3 - digits) * (1 + abs(val))
+        return Fraction(val + margin)
+
+
+def _link_value(kind: str, c: Fraction, M: Fraction, u: Fraction, digits: int) -> Fraction:
+    """``φ(u)`` exactly (Huber, square) or a rigorous upper bound (logistic)."""
+    if kind == "logistic":
+        return c * _softplus_upper(u, digits)
     if kind == "square" or abs(u) <= M:
         return c * u * u
     return c * (2 * M * abs(u) - M * M)
 
 
-def _link_slope(kind: str, c: Fraction, M: Fraction, u: Fraction) -> Fraction:
+def _link_slope(kind: str, c: Fraction, M: Fraction, u: Fraction, digits: int) -> Fraction:
+    """``φ'(u)`` (a proposal for the multiplier; for the logistic link ``c/(1 + e^{−u})`` in decimals)."""
     if kind == "square":
         return 2 * c * u
-    return c * max(-2 * M, min(2 * M, 2 * u))
+    if kind == "huber":
+        return c * max(-2 * M, min(2 * M, 2 * u))
+    with localcontext() as ctx:
+        ctx.prec = digits
+        ctx.Emin = -999999999
+        ud = _dec(u)
+        sig = 1 / (1 + (-ud).exp()) if ud >= 0 else ud.exp() / (1 + ud.exp())
+        return c * Fraction(sig)
 
 
-def _link_conjugate(kind: str, c: Fraction, M: Fraction, pi: Fraction) -> Fraction | None:
-    """``φ*(π) = π²/(4c)`` (on ``|π| ≤ 2Mc`` for Huber; ``None`` outside the domain)."""
+def _link_conjugate(kind: str, c: Fraction, M: Fraction, pi: Fraction, digits: int) -> Fraction | None:
+    """An upper bound on ``φ*(π)`` (exact for Huber and square), ``None`` outside its domain.
+
+    Huber and square: ``π²/(4c)`` (``|π| ≤ 2Mc`` for Huber).  Logistic:
+    ``c [p log p + (1 − p) log(1 − p)]`` with ``p = π/c ∈ [0, 1]`` (``0`` at the ends), in decimals
+    plus ``10^{3−digits}`` (``decimal``'s ``ln`` is correctly rounded).
+    """
+    if kind == "logistic":
+        p = pi / c
+        if p < 0 or p > 1:
+            return None
+        if p == 0 or p == 1:
+            return Fraction(0)
+        with localcontext() as ctx:
+            ctx.prec = digits
+            ctx.Emin = -999999999
+            pd = _dec(p)
+            val = pd * pd.ln() + (1 - pd) * (1 - pd).ln()
+            return c * Fraction(val + Decimal(10) ** (3 - digits))
     if kind == "huber" and abs(pi) > 2 * M * c:
         return None
     return pi * pi / (4 * c)
 
 
+def _valley_levels(kind: str, c: Fraction, M: Fraction, a_norm: float, C: float,
+                   digits: int) -> list[Fraction]:
+    """Levels ``u`` of ``<a, y> + b`` to polish proposals onto: where a steep link's optimum sits.
+
+    Huber: its flat middle's ends and centre ``{−M, 0, M}``; square: its zero; logistic: ``0`` and
+    ``±logit(q)`` with ``q = C/(c||a||)`` (where ``φ'(u)||a|| = C``), computed in decimals.
+    """
+    if kind == "huber":
+        return [-M, Fraction(0), M]
+    if kind == "square":
+        return [Fraction(0)]
+    out = [Fraction(0)]
+    q = C / (float(c) * a_norm) if a_norm > 0 else 1.0
+    if 0 < q < 0.5:
+        with localcontext() as ctx:
+            ctx.prec = digits
+            qd = Decimal(q)
+            level = Fraction((qd / (1 - qd)).ln())
+        out += [level, -level]
+    return out
+
+
 def _best_multiplier(kind: str, c: Fraction, M: Fraction, a: np.ndarray, b_c: Fraction, g: np.ndarray,
                      r: float, digits: int) -> Fraction:
-    """``argmax_π π b_c − π²/(4c) − r||g − π a||`` (within the link's dual domain), by bisection.
+    """``argmax_π π b_c − φ*(π) − r||g − π a||`` (within the link's dual domain), by bisection.
 
-    The slope ``b_c − π/(2c) + r <a, g − π a>/||g − π a||`` decreases in ``π``; 200 halvings of a
-    bracket found by doubling, in ``digits``-digit decimal arithmetic.  A proposal only.
+    The slope ``b_c − φ*'(π) + r <a, g − π a>/||g − π a||`` decreases in ``π``; 200 halvings of a
+    bracket (the dual domain, or found by doubling), in ``digits``-digit decimal arithmetic.  A
+    proposal only.
     """
     with localcontext() as ctx:
         ctx.prec = digits
@@ -453,9 +527,15 @@ def _best_multiplier(kind: str, c: Fraction, M: Fraction, a: np.ndarray, b_c: Fr
             v = [gi - p * ai for gi, ai in zip(gd, ad, strict=True)]
             nv = sum(t * t for t in v).sqrt()
             pull = sum(ai * vi for ai, vi in zip(ad, v, strict=True)) / nv if nv > 0 else Decimal(0)
+            if kind == "logistic":  # φ*'(π) = logit(π/c)
+                q = p / cd
+                return bd - (q / (1 - q)).ln() + rd * pull
             return bd - p / (2 * cd) + rd * pull
 
-        if kind == "huber":
+        if kind == "logistic":
+            tiny = Decimal(10) ** (-(digits // 2))
+            lo, hi = cd * tiny, cd * (1 - tiny)
+        elif kind == "huber":
             lo, hi = -2 * Decimal(M.numerator) / Decimal(M.denominator) * cd, \
                 2 * Decimal(M.numerator) / Decimal(M.denominator) * cd
         else:
@@ -506,20 +586,22 @@ def _poles(a: np.ndarray, balls: list[tuple[np.ndarray, float]], qballs: list[tu
 def exact_bracket_smooth(w: np.ndarray, a: np.ndarray, b: float, link, C: float, region: Ball | Lens,
                          y_props: list[np.ndarray], g_props: list[np.ndarray], pi_props: list[float],
                          offset: Fraction | float, tolerance: float) -> ExactBracket:
-    """Exact bracket of ``f_{C,U}(w) − offset`` for ``f(y) = φ(<a, y> + b)`` with ``φ`` Huber or square.
+    """Exact bracket of ``f_{C,U}(w) − offset`` for ``f(y) = φ(<a, y> + b)``, ``φ`` a smooth link.
 
-    Both links are rational: ``φ(u) = c u²`` (``c(2M|u| − M²)`` beyond ``M`` for Huber) and
-    ``φ*(π) = π²/(4c)`` (on ``|π| ≤ 2Mc``), so, as for piecewise-linear links, every bound is
-    evaluated in rationals: the upper one at proposals polished onto the spheres of ``U`` and
-    tested for membership exactly, the lower one by the E.3 minorant
-    ``<g, w> + π b − φ*(π) − σ_U(g − π a)`` with ``||g|| ≤ C`` tested exactly and ``σ_U``
-    bounded above exactly.  Candidates: the proposals' ``(g, π)``, ``π = φ'(u)`` at the best
-    inner point (the multiplier there), ``g`` the unit direction from that point times ``C``, the
-    slope ``π a`` clipped and tilted by the normal cone.
+    Huber and square are rational: ``φ(u) = c u²`` (``c(2M|u| − M²)`` beyond ``M`` for Huber) and
+    ``φ*(π) = π²/(4c)`` (on ``|π| ≤ 2Mc``); the logistic link's ``φ`` and ``φ*`` are bounded above
+    rigorously in high-precision decimals (correctly rounded ``exp``/``ln`` plus a margin).  As for
+    piecewise-linear links, every bound is then evaluated in rationals: the upper one at proposals
+    polished onto the spheres of ``U`` and onto the link's valley levels, tested for membership
+    exactly; the lower one by the E.3 minorant ``<g, w> + π b − φ*(π) − σ_U(g − π a)`` with
+    ``||g|| ≤ C`` tested exactly and ``σ_U`` bounded above exactly.  Candidates: the proposals'
+    ``(g, π)``, ``π = φ'(u)`` at the best inner point (the multiplier there), least-squares and
+    bisected multipliers, ``g`` the unit direction from that point times ``C``, the slope ``π a``
+    clipped and tilted by the normal cone.
     """
     from cvxdp.extension.reduced import normal_cone_slopes
 
-    kind, cq, Mq = _rational_link(link)
+    kind, cq, Mq = _smooth_link(link)
     d = a.size
     a = np.asarray(a, float)
     balls = _balls(region)
@@ -528,8 +610,8 @@ def exact_bracket_smooth(w: np.ndarray, a: np.ndarray, b: float, link, C: float,
     Cq, off = _q(C), Fraction(offset)
     reach = max(float(np.linalg.norm(c)) + r for c, r in balls)
     u_size = float(np.linalg.norm(a)) * (reach + max(float(np.linalg.norm(y)) for y in y_props)) + abs(b)
-    magnitude = float(cq) * (u_size * u_size + 2.0 * float(Mq) * u_size) + C * (float(np.linalg.norm(w))
-                                                                                 + reach) + 1.0
+    level = u_size + 1.0 if kind == "logistic" else u_size * u_size + 2.0 * float(Mq) * u_size
+    magnitude = float(cq) * level + C * (float(np.linalg.norm(w)) + reach) + 1.0
     bits = precision_bits(magnitude, tolerance)
     digits = int(bits * 0.30103 * 2) + 30
     shrink = Fraction(1) - Fraction(1, 1 << bits)
@@ -537,7 +619,8 @@ def exact_bracket_smooth(w: np.ndarray, a: np.ndarray, b: float, link, C: float,
 
     def value(y: Vector) -> Fraction:
         diff = _sub(wq, y)
-        return _link_value(kind, cq, Mq, _dot(aq, y) + bq) + Cq * sqrt_upper(_dot(diff, diff), bits) - off
+        return (_link_value(kind, cq, Mq, _dot(aq, y) + bq, digits) + Cq * sqrt_upper(_dot(diff, diff), bits)
+                - off)
 
     candidates: list[Vector] = []
     for yf in y_props:
@@ -548,7 +631,7 @@ def exact_bracket_smooth(w: np.ndarray, a: np.ndarray, b: float, link, C: float,
             # <a, y> + b ∈ {−M, 0, M} (alone and with the near spheres) so that a huge <a, y> does not
             # turn the proposal's rounding into a visible loss
             near = [i for i, (c, r) in enumerate(balls) if float(np.linalg.norm(yf - c)) >= r * (1.0 - 1e-6)]
-            for t in ((-Mq, Fraction(0), Mq) if kind == "huber" else (Fraction(0),)):
+            for t in _valley_levels(kind, cq, Mq, float(np.linalg.norm(a)), C, digits):
                 for k in range(len(near) + 1):
                     for subset in itertools.combinations(near, k):
                         spheres = [(balls[i][0], (qballs[i][1] * shrink) ** 2) for i in subset]
@@ -565,7 +648,7 @@ def exact_bracket_smooth(w: np.ndarray, a: np.ndarray, b: float, link, C: float,
     points = ([best_y] if best_y is not None else []) + [_qv(y) for y in y_props]
     for k_pt, yq in enumerate(points):
         if k_pt == 0 and best_y is not None:
-            pis.append(_link_slope(kind, cq, Mq, _dot(aq, yq) + bq))
+            pis.append(_link_slope(kind, cq, Mq, _dot(aq, yq) + bq, digits))
         yb = np.array([float(t) for t in yq])
         diff = np.asarray(w, float) - yb
         nd = float(np.linalg.norm(diff))
@@ -590,11 +673,13 @@ def exact_bracket_smooth(w: np.ndarray, a: np.ndarray, b: float, link, C: float,
             pis.append(_best_multiplier(kind, cq, Mq, a, bq + _dot(aq, _qv(c)), g, r, digits))
     if kind == "huber":
         pis = [max(-2 * Mq * cq, min(2 * Mq * cq, p)) for p in pis]
+    elif kind == "logistic":
+        pis = [max(Fraction(0), min(cq, p)) for p in pis]
     best_lower: Fraction | None = None
     best_beta: Fraction | None = None
     best_g = np.zeros(d)
     for pi in pis:
-        phistar = _link_conjugate(kind, cq, Mq, pi)
+        phistar = _link_conjugate(kind, cq, Mq, pi, digits)
         if phistar is None:
             continue
         base = float(pi) * a
@@ -715,7 +800,7 @@ def _exact_rows(W: np.ndarray, a: np.ndarray, b: np.ndarray, link, C: float, reg
                 rows: np.ndarray, offsets: np.ndarray, tolerance: float, iterations: int,
                 float_pass) -> list[ExactBracket]:
     m = a.shape[0]
-    if _rational_link(link) is not None:
+    if _smooth_link(link) is not None:
         # smooth rational links: the caller's float pass gives the proposals (no centring)
         return [exact_bracket_smooth(W[i], a[i], float(b[i]), link, C, region, [float_pass.y[i]],
                                      [float_pass.g[i]], [float(float_pass.pi[i])], offsets[i], tolerance)

@@ -21,7 +21,7 @@ Three evaluation paths, chosen per example (from that example and public inputs 
     Generic DPP losses: CVXPY-compiled once, certified from the repaired
     conic dual.
 ``exact``
-    Generalized-linear examples with a piecewise-linear, Huber or square link on a
+    Generalized-linear examples with a piecewise-linear, Huber, square or logistic link on a
     ball or lens whose float bracket is too wide for the tolerance, or that carry
     an offset: bracketed in exact rational arithmetic (:mod:`cvxdp.extension.exact`).
 
@@ -49,7 +49,7 @@ from cvxdp.extension.conic_path import generic_bracket, solve_extension_programs
 from cvxdp.extension.exact import exact_brackets, exact_levels
 from cvxdp.extension.reduced import BracketResult, evaluate_on_balls
 from cvxdp.geometry import Ball, Domain, Lens, localize
-from cvxdp.links import HuberLink, PiecewiseLinearLink, SquareLink
+from cvxdp.links import HuberLink, LogisticLink, PiecewiseLinearLink, SquareLink
 from cvxdp.loss import Examples
 from cvxdp.model import Model
 from cvxdp.structure import GenericStructure
@@ -229,7 +229,7 @@ class LipschitzExtension:
         shifted = np.zeros(m, dtype=bool) if offsets is None else np.asarray(offsets != 0, dtype=bool)
         if np.any(shifted & ~exactable):
             raise ParameterError("per-example offsets are applied by the exact path only, which needs a "
-                                 "generalized linear loss with a piecewise-linear, Huber or square link on "
+                                 "generalized linear loss with a piecewise-linear or smooth link on "
                                  "a ball or lens; "
                                  "take them from level_offsets() of the same extension and examples.")
         if closed:
@@ -349,8 +349,8 @@ class LipschitzExtension:
 
 
 def _exact_link(link: object) -> bool:
-    """Links the exact path evaluates in rationals: piecewise linear, Huber, square (not logistic)."""
-    return isinstance(link, PiecewiseLinearLink | HuberLink | SquareLink)
+    """Links the exact path bounds rigorously: piecewise linear, Huber, square, logistic."""
+    return isinstance(link, PiecewiseLinearLink | HuberLink | SquareLink | LogisticLink)
 
 
 def _store(res: BracketResult, r: BracketResult, idx: np.ndarray,

@@ -109,8 +109,7 @@ def test_scenario_quick_mode(name):
 
 
 @pytest.mark.parametrize("name", LIMITS)
-@pytest.mark.xfail(strict=True, reason="documented in SECURITY.md: features of 1e12 on a region without an "
-                                       "exact path are certified in float64 and refuse; promote the "
+@pytest.mark.xfail(strict=True, reason="a documented refusal (SECURITY.md) kept as a scenario; promote the "
                                        "scenario when this passes")
 def test_known_limitations_still_refuse(name):
     r = run_scenario(name, quick=True, random_state=0)
@@ -202,8 +201,12 @@ TARGETS = ["solve/output-perturbation", "solve/recursive", "solve/population",
            # label records only: the guarantee of the affine reduction (SECURITY.md)
            "labels/box-lad/output-perturbation", "labels/box-lad/population",
            "labels/huber/output-perturbation", "labels/simplex-pinball/output-perturbation",
-           # any record: the exact path of the smooth rational links on a ball
-           "smooth/square/output-perturbation", "smooth/huber/population"]
+           # any record: the exact path of the smooth links on a ball
+           "smooth/square/output-perturbation", "smooth/huber/population",
+           "smooth/logistic/output-perturbation",
+           # any record on regions without an exact path: steep records scaled to a public limit
+           "any/box-lad/output-perturbation", "any/simplex-pinball/population",
+           "any/box-huber/output-perturbation"]
 D = 2
 
 
@@ -215,8 +218,12 @@ def _labels_model(name: str):
         return Model(losses.absolute(w), [w <= 1.0, w >= -1.0])
     if name == "huber":
         return Model(losses.huber(w), [cp.norm(w, 2) <= 1.0])
+    if name == "box-huber":
+        return Model(losses.huber(w), [w <= 1.0, w >= -1.0])
     if name == "square":
         return Model(losses.squared(w), [cp.norm(w, 2) <= 1.0])
+    if name == "logistic":
+        return Model(losses.logistic(w), [cp.norm(w, 2) <= 1.0])
     return Model(losses.pinball(w, 0.8), [w >= 0.0, cp.sum(w) == 1.0])
 
 
@@ -266,7 +273,7 @@ def neighbours(draw, classification: bool, labels_only: bool = False):
 
 
 def _fit(target: str, X: np.ndarray, y: np.ndarray, seed: int):
-    if target.startswith(("labels/", "smooth/")):
+    if target.startswith(("labels/", "smooth/", "any/")):
         _, name, algorithm = target.split("/")
         model = _labels_model(name)
         res = PrivateProblem(model).solve({"x": X, "y": y}, epsilon=1.0, moment_k=4.0, G_k=3.0,
@@ -291,7 +298,8 @@ def _fit(target: str, X: np.ndarray, y: np.ndarray, seed: int):
 @given(data=st.data())
 def test_random_extreme_neighbours_release_on_both_sides(target, data):
     """Both sides release (no exception of any kind) with the same public-input record."""
-    sides, seed = data.draw(neighbours(classification=target == "PrivateLinearSVM",
+    sides, seed = data.draw(neighbours(classification=target in ("PrivateLinearSVM",
+                                                                 "smooth/logistic/output-perturbation"),
                                        labels_only=target.startswith("labels/")))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)

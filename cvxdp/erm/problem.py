@@ -31,6 +31,7 @@ from cvxdp.error import DataError
 from cvxdp.extension import LipschitzExtension
 from cvxdp.extension.affine_reduction import AffineReduction, affine_reduction
 from cvxdp.extension.certificates import EPS, rounding_margin
+from cvxdp.extension.record_scaling import RecordScaling, scale_steep_records
 from cvxdp.geometry import Ball, Box, Domain, Ellipsoid, Intersection, Lens, LocalizedDomain, Simplex
 from cvxdp.loss import Examples
 from cvxdp.model import Model
@@ -48,7 +49,10 @@ class RegularizedERM:
     ``examples`` is stored with the examples that are one affine piece on ``U`` with a huge
     level substituted by the same piece at a small level (``reduction``, see
     :mod:`cvxdp.extension.affine_reduction`): ``F`` moves by the constant ``(1/m) Σ κ_i``
-    only, so its minimizers and every certified gap are those of the data as given.
+    only, so its minimizers and every certified gap are those of the data as given.  On a region
+    other than a ball or lens, records steeper than ``2¹³ max(C, 1)`` are then scaled down to that
+    slope (``scaling``, :mod:`cvxdp.extension.record_scaling`): a public per-record map, so the
+    release is that of the mapped data set.
     """
 
     model: Model
@@ -61,6 +65,7 @@ class RegularizedERM:
     extension: LipschitzExtension = field(init=False, repr=False)
     _offsets: np.ndarray | None = field(init=False, repr=False, default=None)
     reduction: AffineReduction = field(init=False, repr=False)
+    scaling: RecordScaling = field(init=False, repr=False)
 
     @property
     def feasible_set(self) -> Domain:
@@ -78,6 +83,10 @@ class RegularizedERM:
         # the same piece at a small level: the same f_{C,U} up to a constant, per example
         self.reduction = affine_reduction(self.examples, self.region, self.C)
         self.examples = self.reduction.apply(self.examples)
+        # on regions without an exact path (not a ball or lens), records steeper than a public limit
+        # far above C are scaled down to it: a per-record public map (cvxdp.extension.record_scaling)
+        self.scaling = scale_steep_records(self.examples, self.region, self.C)
+        self.examples = self.scaling.examples
 
     @property
     def m(self) -> int:

@@ -1,0 +1,111 @@
+"""Steep records on regions without an exact path: a public per-record scaling (refusal-free features).
+
+On a ball or a lens an example of any magnitude is bracketed exactly
+(:mod:`cvxdp.extension.exact`).  Every other region (box, simplex, polytope, ellipsoid, ``W ∩ B``)
+— and, on a ball, a max-affine record whose pieces are not parallel — goes through conic programs
+in float64, whose margins grow with the example's terms: one record with features of ``10¹²``
+leaves its bracket far wider than any ``α`` and the fit refuses — an observable that one record
+decides.  There, a record whose slope on ``U`` exceeds
+
+    S = SLOPE_FACTOR · max(C, 1)
+
+is **scaled** by ``t_i = S / slope_i < 1`` before the ERM sees it: a piecewise-linear loss's
+pieces ``(A_ij, b_ij)`` become ``(t_i A_ij, t_i b_ij)`` — the loss ``t_i f`` — and a generalized
+linear example's ``(a_i, b_i)`` become ``(t_i a_i, t_i b_i)`` — the loss ``φ(t_i u)``.  The
+slope is ``max_j ||A_ij||``, or ``||a_i||`` times the link's Lipschitz constant over the
+argument's range on ``U``.
+
+What it changes: only records steeper than ``S``, thousands of times the extension's own
+constant ``C``; for those, ``f_{C,U}`` is already pinned by ``C`` (the extension's minimizer sits
+at the loss's valley or at the point of ``U`` nearest it, whatever the slope beyond ``C``), so
+the scaled record's extension differs from the original's by about ``C² diam U / S``.
+
+Privacy: ``t_i`` is a function of record ``i`` and the public ``C`` and ``U`` only, so the ERM
+runs on ``Φ(D)`` for a per-record map ``Φ`` — neighbouring data sets map to neighbouring data
+sets, and every guarantee of the release is that of ``Φ(D)``.  Applied by
+:class:`~cvxdp.erm.problem.RegularizedERM` after the affine reduction (which first drops a huge
+level exactly), on regions other than balls and lenses, for structured losses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cvxdp.extension.affine_reduction import _argument_range
+from cvxdp.geometry import Ball, Domain, Lens
+from cvxdp.links import SquareLink
+from cvxdp.loss import Examples, GLMRepresentation
+from cvxdp.structure import PiecewiseLinearStructure, SmoothGLMStructure
+
+#: Records steeper than ``SLOPE_FACTOR · max(C, 1)`` on ``U`` are scaled down to that slope.
+SLOPE_FACTOR = 2.0**13
+
+
+@dataclass(frozen=True)
+class RecordScaling:
+    """The per-record factors ``t_i ∈ (0, 1]`` (``1``: unchanged) and the scaled batch."""
+
+    factors: np.ndarray
+    examples: Examples
+
+    @property
+    def mask(self) -> np.ndarray:
+        return self.factors < 1.0
+
+
+def slope_limit(C: float) -> float:
+    """``S = SLOPE_FACTOR · max(C, 1)``."""
+    return SLOPE_FACTOR * max(float(C), 1.0)
+
+
+def scale_steep_records(examples: Examples, region: Domain, C: float) -> RecordScaling:
+    """Scale every record steeper than :func:`slope_limit` on ``region`` (see the module docstring).
+
+    On balls and lenses the exact path takes every generalized-linear record, so only the
+    piecewise-linear records that are not generalized linear (non-parallel pieces) are scaled
+    there; generic losses are returned unchanged.
+    """
+    m = examples.m
+    ones = np.ones(m)
+    exact_region = isinstance(region, Ball | Lens)
+    st = examples.loss.structure
+    S = slope_limit(C)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        if isinstance(st, PiecewiseLinearStructure):
+            A, b = examples.pieces()
+            slope = np.linalg.norm(A, axis=2).max(axis=1)
+            if exact_region:  # the exact path takes the generalized-linear rows; scale the others only
+                slope = np.where(examples.glm().is_glm, 0.0, slope)
+        elif exact_region:
+            return RecordScaling(ones, examples)
+        elif isinstance(st, SmoothGLMStructure):
+            glm = examples.glm()
+            lo, hi = _argument_range(region, glm.a, glm.b)
+            slope = np.linalg.norm(glm.a, axis=1) * glm.link.lipschitz_on(lo, hi)
+        else:
+            return RecordScaling(ones, examples)
+        # a non-finite slope (an overflowing record) is scaled as the steepest: by S/max float
+        slope = np.where(np.isfinite(slope), slope, np.finfo(float).max)
+        factors = np.where(slope > S, S / slope, 1.0)
+        if isinstance(st, SmoothGLMStructure) and isinstance(glm.link, SquareLink):
+            factors = np.sqrt(factors)  # φ(t u) = t² φ(u): its slope on U falls by about t²
+    steep = factors < 1.0
+    if not np.any(steep):
+        return RecordScaling(ones, examples)
+    out = Examples(examples.loss, examples.arrays, examples.m)
+    if isinstance(st, PiecewiseLinearStructure):
+        A2, b2 = A.copy(), b.copy()
+        A2[steep] *= factors[steep, None, None]
+        b2[steep] *= factors[steep, None]
+        out._cache["pieces"] = (A2, b2)
+    else:
+        a2, bv2 = glm.a.copy(), glm.b.copy()
+        a2[steep] *= factors[steep, None]
+        bv2[steep] *= factors[steep]
+        out._cache["glm"] = GLMRepresentation(a2, bv2, glm.link, glm.is_glm)
+    return RecordScaling(factors, out)
+
+
+__all__ = ["SLOPE_FACTOR", "RecordScaling", "scale_steep_records", "slope_limit"]

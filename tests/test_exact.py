@@ -276,6 +276,9 @@ def _smooth_record(loss: str, x: np.ndarray, y: float, d: int = 2):
     ("squared", [1e30, 1e30], 0.0),
     ("huber", [1e30, -1e30], 1e30),  # Huber's flat middle crossing U
     ("huber", [1e20, 0.0], 3.0),
+    # a valley tangent to the sphere at 1e80 (found by a review: Newton onto plane ∩ sphere fails)
+    ("squared", [-4.161468365471424e79, 9.092974268256817e79], 1e80),
+    ("huber", [6e99, 8.000000000000001e99], 1e100),
     ("logistic", [-1e17, 0.0], 1.0),  # a steep softplus (found by hypothesis)
     ("logistic", [-1e18, -1e18], 1.0),
     ("logistic", [1e30, 3e29], -1.0),
@@ -328,3 +331,34 @@ def test_smooth_rational_links_are_bracketed_exactly(loss, x, y):
             minorant = sum((Fraction(float(gi)) * Fraction(float(t)) for gi, t in zip(g, yv, strict=True)),
                            beta)
             assert minorant <= f_exact(yv)
+
+
+@pytest.mark.parametrize("link_name", ["square", "huber"])
+@pytest.mark.parametrize("s", [1e12, 1e30, 1e100])
+def test_smooth_links_on_a_lens_rim(link_name, s):
+    """A steep valley whose optimum sits on a lens's rim (the localization ball cutting the domain's
+    sphere; found by a review): the rim point and the split of σ_lens over the rim's normals are
+    computed in high precision, so the bracket is tight at every magnitude, and valid."""
+    from fractions import Fraction
+
+    from cvxdp.extension.exact import exact_bracket_smooth
+    from cvxdp.extension.reduced import evaluate_on_balls
+    from cvxdp.geometry import Ball, localize
+    from cvxdp.links import HuberLink, SquareLink
+
+    U = localize(Ball(np.zeros(2), 1.0), np.array([0.999, 0.0]), 0.3)
+    link = SquareLink(1.0) if link_name == "square" else HuberLink(1.0, 1.0)
+    a, b = -np.array([0.0, s]), s
+    rng = np.random.default_rng(0)
+    pts = U.project(rng.standard_normal((40, 2)))
+    pts = pts[U.certainly_contains(pts)]
+    for w in (U.interior_point(), np.array([0.95, 0.0])):
+        r = evaluate_on_balls(w[None], a[None], np.array([b]), link, 1.0, U, 80)
+        e = exact_bracket_smooth(w, a, b, link, 1.0, U, [r.y[0]], [r.g[0]], [float(r.pi[0])], Fraction(0),
+                                 1e-9)
+        assert e.upper - e.lower <= Fraction(1, 10**8)
+        for y in pts:
+            u = sum((Fraction(float(ai)) * Fraction(float(t)) for ai, t in zip(a, y, strict=True)),
+                    Fraction(b))
+            f = u * u if link_name == "square" or abs(u) <= 1 else 2 * abs(u) - 1
+            assert e.lower <= f + Fraction(math.sqrt(float(np.sum((w - y) ** 2))) * (1 + 1e-15))

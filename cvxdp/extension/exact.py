@@ -583,6 +583,89 @@ def _poles(a: np.ndarray, balls: list[tuple[np.ndarray, float]], qballs: list[tu
     return out
 
 
+def _plane_ball_points(w: np.ndarray, a: np.ndarray, level: Fraction, balls: list[tuple[np.ndarray, float]],
+                       qballs: list[tuple[Vector, Fraction]], shrink: Fraction, digits: int) -> list[Vector]:
+    """Points of the plane ``<a, y> = level`` inside ``U`` near ``w``, in closed form (high precision).
+
+    For each sphere: the disk where the plane cuts the (shrunk) ball, its centre ``h`` and radius
+    ``ρ``; the candidate is ``w``'s projection onto the plane if it falls in the disk, else the
+    disk's rim point nearest it.  Newton's method fails where the plane is nearly tangent to the
+    sphere (their normals almost parallel) — a valley that only grazes ``U``.  Kept if in ``U``
+    exactly.
+    """
+    out: list[Vector] = []
+    if not np.any(a):
+        return out
+    with localcontext() as ctx:
+        ctx.prec = digits
+        ad = [Decimal(float(t)) for t in a]
+        wd = [Decimal(float(t)) for t in w]
+        aa = sum(t * t for t in ad)
+        na = aa.sqrt()
+        lev = _dec(level)
+        sh = _dec(shrink)
+        shift = (sum(x * y for x, y in zip(ad, wd, strict=True)) - lev) / aa
+        p = [wi - shift * ai for wi, ai in zip(wd, ad, strict=True)]  # w projected onto the plane
+        for (c, _), (_, rq) in zip(balls, qballs, strict=True):
+            cd = [Decimal(float(t)) for t in c]
+            r = _dec(rq) * sh
+            delta = (lev - sum(x * y for x, y in zip(ad, cd, strict=True))) / na
+            if abs(delta) >= r:
+                continue
+            h = [ci + delta * ai / na for ci, ai in zip(cd, ad, strict=True)]
+            rho = (r * r - delta * delta).sqrt()
+            off = [pi - hi for pi, hi in zip(p, h, strict=True)]
+            dist = sum(t * t for t in off).sqrt()
+            for scale in ((Decimal(1),) if dist <= rho else (rho / dist, rho / dist * sh)):
+                y = [Fraction(hi + scale * oi) for hi, oi in zip(h, off, strict=True)]
+                if _inside(y, qballs):
+                    out.append(y)
+    return out
+
+
+def _rim_points(a: np.ndarray, region: Ball | Lens, qballs: list[tuple[Vector, Fraction]],
+                shrink: Fraction, digits: int) -> list[Vector]:
+    """A lens's extreme points in the directions ``±a`` when they lie on its rim (high precision).
+
+    The rim of the two spheres shrunk by ``shrink``, from their float centres and radii in
+    ``digits``-digit decimals: centre ``c₁ + t e`` (``e`` the unit axis, ``t = (δ² + r₁² − r₂²)/(2δ)``),
+    radius ``sqrt(r₁² − t²)``, and the points ``centre ± radius · a⊥/||a⊥||`` with ``a⊥`` the part of
+    ``a`` across the axis — where a steep link's optimum sits once the localization ball cuts the
+    domain's sphere.  Kept if in ``U`` exactly.
+    """
+    if not isinstance(region, Lens) or not np.any(a):
+        return []
+    out: list[Vector] = []
+    with localcontext() as ctx:
+        ctx.prec = digits
+        (c1q, r1q), (c2q, r2q) = qballs
+        sh = _dec(shrink)
+        c1 = [_dec(t) for t in c1q]
+        c2 = [_dec(t) for t in c2q]
+        r1, r2 = _dec(r1q) * sh, _dec(r2q) * sh
+        axis = [y - x for x, y in zip(c1, c2, strict=True)]
+        dist = sum(t * t for t in axis).sqrt()
+        if dist == 0:
+            return out
+        e = [t / dist for t in axis]
+        t = (dist * dist + r1 * r1 - r2 * r2) / (2 * dist)
+        if r1 * r1 - t * t <= 0:
+            return out
+        rho = (r1 * r1 - t * t).sqrt()
+        ad = [Decimal(float(x)) for x in a]
+        along = sum(x * y for x, y in zip(ad, e, strict=True))
+        perp = [x - along * y for x, y in zip(ad, e, strict=True)]
+        npd = sum(x * x for x in perp).sqrt()
+        if npd == 0:
+            return out
+        centre = [x + t * y for x, y in zip(c1, e, strict=True)]
+        for sign in (1, -1):
+            y = [Fraction(ci + sign * rho * pi / npd) for ci, pi in zip(centre, perp, strict=True)]
+            if _inside(y, qballs):
+                out.append(y)
+    return out
+
+
 def exact_bracket_smooth(w: np.ndarray, a: np.ndarray, b: float, link, C: float, region: Ball | Lens,
                          y_props: list[np.ndarray], g_props: list[np.ndarray], pi_props: list[float],
                          offset: Fraction | float, tolerance: float) -> ExactBracket:
@@ -639,6 +722,9 @@ def exact_bracket_smooth(w: np.ndarray, a: np.ndarray, b: float, link, C: float,
                         if y is not None and _inside(y, qballs):
                             candidates.append(y)
     candidates.extend(_poles(a, balls, qballs, shrink, digits))
+    candidates.extend(_rim_points(a, region, qballs, shrink, digits))
+    for t in _valley_levels(kind, cq, Mq, float(np.linalg.norm(a)), C, digits):
+        candidates.extend(_plane_ball_points(np.asarray(w, float), a, t - bq, balls, qballs, shrink, digits))
     best_upper, best_y, y_out = _best_candidate(candidates, value, y_props[0], region, qballs, bits)
 
     pis = [Fraction(float(p)) for p in pi_props if math.isfinite(p)]
@@ -751,7 +837,55 @@ def _support_upper(v: Vector, balls: list[tuple[np.ndarray, float]],
                 (c1, r1), (c2, r2) = qballs
                 bounds.append(_ball_support_upper(_sub(v, mu), c1, r1, bits)
                               + _ball_support_upper(mu, c2, r2, bits))
+        mu = _lens_rim_split(v, qballs, digits)
+        if mu is not None:
+            (c1, r1), (c2, r2) = qballs
+            bounds.append(_ball_support_upper(_sub(v, mu), c1, r1, bits)
+                          + _ball_support_upper(mu, c2, r2, bits))
     return min(bounds)
+
+
+def _lens_rim_split(v: Vector, qballs: list[tuple[Vector, Fraction]], digits: int) -> Vector | None:
+    """The split ``μ`` of ``v`` over the two normals at the lens's rim point in direction ``v``, in decimals.
+
+    The rim and its normals computed from the exact centres and radii to ``digits`` digits (the
+    float rim point is off by ``ε`` relative, which a ``v`` of ``10²⁰⁰`` turns into a visible
+    loss); any ``μ`` gives a valid bound, this one a tight one.
+    """
+    with localcontext() as ctx:
+        ctx.prec = digits
+        (c1q, r1q), (c2q, r2q) = qballs
+        c1 = [_dec(t) for t in c1q]
+        c2 = [_dec(t) for t in c2q]
+        r1, r2 = _dec(r1q), _dec(r2q)
+        axis = [y - x for x, y in zip(c1, c2, strict=True)]
+        dist = sum(t * t for t in axis).sqrt()
+        if dist == 0:
+            return None
+        e = [t / dist for t in axis]
+        t = (dist * dist + r1 * r1 - r2 * r2) / (2 * dist)
+        if r1 * r1 - t * t <= 0:
+            return None
+        rho = (r1 * r1 - t * t).sqrt()
+        vd = [_dec(x) for x in v]
+        along = sum(x * y for x, y in zip(vd, e, strict=True))
+        perp = [x - along * y for x, y in zip(vd, e, strict=True)]
+        npd = sum(x * x for x in perp).sqrt()
+        if npd == 0:
+            return None
+        rim = [x + t * y + rho * p / npd for x, y, p in zip(c1, e, perp, strict=True)]
+        n1 = [x - y for x, y in zip(rim, c1, strict=True)]
+        n2 = [x - y for x, y in zip(rim, c2, strict=True)]
+        g11 = sum(x * x for x in n1)
+        g22 = sum(x * x for x in n2)
+        g12 = sum(x * y for x, y in zip(n1, n2, strict=True))
+        det = g11 * g22 - g12 * g12
+        if det == 0:
+            return None
+        h1 = sum(x * y for x, y in zip(n1, vd, strict=True))
+        h2 = sum(x * y for x, y in zip(n2, vd, strict=True))
+        lam2 = (g11 * h2 - g12 * h1) / det
+        return [Fraction(lam2 * x) for x in n2]
 
 
 def _translated(region: Ball | Lens, origin: np.ndarray) -> Ball | Lens:

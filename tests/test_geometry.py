@@ -257,3 +257,29 @@ def test_ellipsoid_support_upper_bounds_the_exact_support(cond):
         below = max(below, error / float(support_rounding(E, d, np.array([np.linalg.norm(v)]))[0]))
     if cond >= 1e11:
         assert below > 1.0  # power: the eigendecomposition's error exceeds the plain rounding charge
+
+
+@pytest.mark.parametrize("cond", [1e4, 1e10, 1e11])
+def test_ellipsoid_bounding_ball_contains_the_set(cond):
+    """The extreme points ``c + Q⁻¹v / sqrt(vᵀQ⁻¹v)`` (Q⁻¹v in rationals, the root in 60-digit decimals)
+    lie in the bounding ball: its radius from the float eigenvalues was 1.4e-6 too small at cond 1e10
+    (found by a review), which made the certified distance lower bound too high."""
+    from decimal import Decimal, localcontext
+    from fractions import Fraction
+
+    rng = np.random.default_rng(7)
+    d = 3
+    R, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    Q = R @ np.diag(np.logspace(0, np.log10(cond), d)) @ R.T
+    Q = (Q + Q.T) / 2
+    E = Ellipsoid(np.zeros(d), Q)
+    _, r = E.bounding_ball()
+    for k in range(d):
+        v = R[:, k] + 1e-3 * rng.standard_normal(d)  # near each axis, the longest included
+        x = _solve_exact(Q, v)
+        quad = sum((Fraction(float(vi)) * xi for vi, xi in zip(v, x, strict=True)), Fraction(0))
+        with localcontext() as ctx:
+            ctx.prec = 60
+            root = (Decimal(quad.numerator) / Decimal(quad.denominator)).sqrt()
+            norm2 = sum((Decimal(xi.numerator) / Decimal(xi.denominator)) ** 2 for xi in x)
+            assert norm2 / (root * root) <= Decimal(float(r)) ** 2

@@ -99,7 +99,10 @@ class Ellipsoid(Domain):
 
     @property
     def diameter(self) -> float:
-        return 2.0 / float(np.sqrt(self._q.min()))
+        """``2/sqrt(min q)`` widened by the eigendecomposition's error (relative ``(d + 64) ε cond``):
+        an upper bound, so the bounding ball contains the set (found by a review at cond 1e10)."""
+        grow = 1.0 + (self.dim + 64.0) * EPS * (self.condition_number + 1.0)
+        return 2.0 / float(np.sqrt(self._q.min())) * grow
 
     def bounding_ball(self) -> tuple[np.ndarray, float]:
         return self.center.copy(), self.diameter / 2.0

@@ -623,6 +623,34 @@ def _plane_ball_points(w: np.ndarray, a: np.ndarray, level: Fraction, balls: lis
     return out
 
 
+def _rim_point(qballs: list[tuple[Vector, Fraction]], sh: Decimal, vd: list[Decimal]) -> list[Decimal] | None:
+    """The rim point of two spheres (radii times ``sh``) in direction ``vd`` across their axis.
+
+    Rim centre ``c₁ + t e`` (``e`` the unit axis, ``t = (δ² + r₁² − r₂²)/(2δ)``), radius
+    ``sqrt(r₁² − t²)``, then ``centre + radius · v⊥/||v⊥||``; in the current decimal context.
+    ``None`` when the spheres do not cut or ``v`` is along the axis.
+    """
+    (c1q, r1q), (c2q, r2q) = qballs
+    c1 = [_dec(t) for t in c1q]
+    c2 = [_dec(t) for t in c2q]
+    r1, r2 = _dec(r1q) * sh, _dec(r2q) * sh
+    axis = [y - x for x, y in zip(c1, c2, strict=True)]
+    dist = sum(t * t for t in axis).sqrt()
+    if dist == 0:
+        return None
+    e = [t / dist for t in axis]
+    t = (dist * dist + r1 * r1 - r2 * r2) / (2 * dist)
+    if r1 * r1 - t * t <= 0:
+        return None
+    rho = (r1 * r1 - t * t).sqrt()
+    along = sum(x * y for x, y in zip(vd, e, strict=True))
+    perp = [x - along * y for x, y in zip(vd, e, strict=True)]
+    npd = sum(x * x for x in perp).sqrt()
+    if npd == 0:
+        return None
+    return [x + t * y + rho * p / npd for x, y, p in zip(c1, e, perp, strict=True)]
+
+
 def _rim_points(a: np.ndarray, region: Ball | Lens, qballs: list[tuple[Vector, Fraction]],
                 shrink: Fraction, digits: int) -> list[Vector]:
     """A lens's extreme points in the directions ``±a`` when they lie on its rim (high precision).
@@ -638,31 +666,13 @@ def _rim_points(a: np.ndarray, region: Ball | Lens, qballs: list[tuple[Vector, F
     out: list[Vector] = []
     with localcontext() as ctx:
         ctx.prec = digits
-        (c1q, r1q), (c2q, r2q) = qballs
-        sh = _dec(shrink)
-        c1 = [_dec(t) for t in c1q]
-        c2 = [_dec(t) for t in c2q]
-        r1, r2 = _dec(r1q) * sh, _dec(r2q) * sh
-        axis = [y - x for x, y in zip(c1, c2, strict=True)]
-        dist = sum(t * t for t in axis).sqrt()
-        if dist == 0:
-            return out
-        e = [t / dist for t in axis]
-        t = (dist * dist + r1 * r1 - r2 * r2) / (2 * dist)
-        if r1 * r1 - t * t <= 0:
-            return out
-        rho = (r1 * r1 - t * t).sqrt()
         ad = [Decimal(float(x)) for x in a]
-        along = sum(x * y for x, y in zip(ad, e, strict=True))
-        perp = [x - along * y for x, y in zip(ad, e, strict=True)]
-        npd = sum(x * x for x in perp).sqrt()
-        if npd == 0:
-            return out
-        centre = [x + t * y for x, y in zip(c1, e, strict=True)]
         for sign in (1, -1):
-            y = [Fraction(ci + sign * rho * pi / npd) for ci, pi in zip(centre, perp, strict=True)]
-            if _inside(y, qballs):
-                out.append(y)
+            rim = _rim_point(qballs, _dec(shrink), [sign * x for x in ad])
+            if rim is not None:
+                y = [Fraction(x) for x in rim]
+                if _inside(y, qballs):
+                    out.append(y)
     return out
 
 
@@ -854,26 +864,12 @@ def _lens_rim_split(v: Vector, qballs: list[tuple[Vector, Fraction]], digits: in
     """
     with localcontext() as ctx:
         ctx.prec = digits
-        (c1q, r1q), (c2q, r2q) = qballs
-        c1 = [_dec(t) for t in c1q]
-        c2 = [_dec(t) for t in c2q]
-        r1, r2 = _dec(r1q), _dec(r2q)
-        axis = [y - x for x, y in zip(c1, c2, strict=True)]
-        dist = sum(t * t for t in axis).sqrt()
-        if dist == 0:
-            return None
-        e = [t / dist for t in axis]
-        t = (dist * dist + r1 * r1 - r2 * r2) / (2 * dist)
-        if r1 * r1 - t * t <= 0:
-            return None
-        rho = (r1 * r1 - t * t).sqrt()
         vd = [_dec(x) for x in v]
-        along = sum(x * y for x, y in zip(vd, e, strict=True))
-        perp = [x - along * y for x, y in zip(vd, e, strict=True)]
-        npd = sum(x * x for x in perp).sqrt()
-        if npd == 0:
+        rim = _rim_point(qballs, Decimal(1), vd)
+        if rim is None:
             return None
-        rim = [x + t * y + rho * p / npd for x, y, p in zip(c1, e, perp, strict=True)]
+        c1 = [_dec(t) for t in qballs[0][0]]
+        c2 = [_dec(t) for t in qballs[1][0]]
         n1 = [x - y for x, y in zip(rim, c1, strict=True)]
         n2 = [x - y for x, y in zip(rim, c2, strict=True)]
         g11 = sum(x * x for x in n1)

@@ -108,7 +108,7 @@ def _dominant(level: np.ndarray, slope_norm: np.ndarray, C: float, region: Domai
         return np.abs(level) > LEVEL_FACTOR * variation
 
 
-def _argument_range(region: Domain, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def argument_range(region: Domain, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Bounds ``lo ≤ <a_i, y> + b_i ≤ hi`` for all ``y ∈ U``, rounding included."""
     a_norm = np.linalg.norm(a, axis=1)
     with np.errstate(invalid="ignore", over="ignore"):
@@ -157,14 +157,14 @@ def affine_reduction(examples: Examples, region: Domain, C: float) -> AffineRedu
         glm = examples.glm()
         a, b, link = glm.a, glm.b, glm.link
         M = link.M
-        lo, hi = _argument_range(region, a, b)
+        lo, hi = argument_range(region, a, b)
         sign = np.where(lo >= M, 1.0, np.where(hi <= -M, -1.0, 0.0))
         with np.errstate(invalid="ignore", over="ignore"):
             # the label nearest U that keeps the argument in the same linear part, with room for rounding
-            lo0, hi0 = _argument_range(region, a, np.zeros(m))
+            lo0, hi0 = argument_range(region, a, np.zeros(m))
             pad = 8.0 * EPS * (np.abs(lo0) + np.abs(hi0) + M) + 1e-300
             b_sub = np.where(sign > 0, M - lo0 + pad, -M - hi0 - pad)
-            lo1, hi1 = _argument_range(region, a, b_sub)
+            lo1, hi1 = argument_range(region, a, b_sub)
             level = 2.0 * M * link.scale * sign * b
         same_part = np.where(sign > 0, lo1 >= M, hi1 <= -M)
         mask = ((sign != 0) & same_part & np.isfinite(b_sub)
@@ -180,4 +180,4 @@ def affine_reduction(examples: Examples, region: Domain, C: float) -> AffineRedu
     return AffineReduction(mask, offsets)
 
 
-__all__ = ["LEVEL_FACTOR", "AffineReduction", "affine_reduction"]
+__all__ = ["LEVEL_FACTOR", "AffineReduction", "affine_reduction", "argument_range"]

@@ -68,6 +68,11 @@ def _q(x: float) -> Fraction:
     return Fraction(float(x))
 
 
+def _dec(q: Fraction) -> Decimal:
+    """``q`` in the current decimal context (rounded to its precision)."""
+    return Decimal(q.numerator) / Decimal(q.denominator)
+
+
 def _qv(v: np.ndarray) -> Vector:
     return [Fraction(float(t)) for t in v]
 
@@ -174,9 +179,9 @@ def _polish(y0: np.ndarray, planes: list[tuple[np.ndarray, Fraction]],
     with localcontext() as ctx:
         ctx.prec = digits
         y = [Decimal(float(t)) for t in y0]
-        P = [([Decimal(float(t)) for t in a], Decimal(t.numerator) / Decimal(t.denominator))
+        P = [([Decimal(float(t)) for t in a], _dec(t))
              for a, t in planes]
-        S = [([Decimal(float(t)) for t in c], Decimal(rho.numerator) / Decimal(rho.denominator))
+        S = [([Decimal(float(t)) for t in c], _dec(rho))
              for c, rho in spheres]
         for _ in range(8):
             rows, h = [], []
@@ -417,10 +422,6 @@ def _smooth_link(link) -> tuple[str, Fraction, Fraction] | None:
     return None
 
 
-def _dec(q: Fraction) -> Decimal:
-    return Decimal(q.numerator) / Decimal(q.denominator)
-
-
 def _softplus_upper(u: Fraction, digits: int) -> Fraction:
     """A rational ``≥ log(1 + e^u)``: ``max(u, 0) + log(1 + e^{−|u|})`` in ``digits``-digit decimals.
 
@@ -519,8 +520,7 @@ def _best_multiplier(kind: str, c: Fraction, M: Fraction, a: np.ndarray, b_c: Fr
         ctx.prec = digits
         ad = [Decimal(float(t)) for t in a]
         gd = [Decimal(float(t)) for t in g]
-        bd = Decimal(b_c.numerator) / Decimal(b_c.denominator)
-        cd = Decimal(c.numerator) / Decimal(c.denominator)
+        bd, cd = _dec(b_c), _dec(c)
         rd = Decimal(float(r))
 
         def slope(p: Decimal) -> Decimal:
@@ -536,8 +536,7 @@ def _best_multiplier(kind: str, c: Fraction, M: Fraction, a: np.ndarray, b_c: Fr
             tiny = Decimal(10) ** (-(digits // 2))
             lo, hi = cd * tiny, cd * (1 - tiny)
         elif kind == "huber":
-            lo, hi = -2 * Decimal(M.numerator) / Decimal(M.denominator) * cd, \
-                2 * Decimal(M.numerator) / Decimal(M.denominator) * cd
+            lo, hi = -2 * _dec(M) * cd, 2 * _dec(M) * cd
         else:
             lo, hi = Decimal(-1), Decimal(1)
             for _ in range(2000):
@@ -573,8 +572,7 @@ def _poles(a: np.ndarray, balls: list[tuple[np.ndarray, float]], qballs: list[tu
         ad = [Decimal(float(t)) for t in a]
         norm = sum(t * t for t in ad).sqrt()
         for (c, _), (_, rq) in zip(balls, qballs, strict=True):
-            rad = Decimal(rq.numerator) / Decimal(rq.denominator) * (Decimal(shrink.numerator)
-                                                                    / Decimal(shrink.denominator))
+            rad = _dec(rq) * _dec(shrink)
             for sign in (1, -1):
                 y = [Fraction(Decimal(float(ci)) + sign * rad * t / norm)
                      for ci, t in zip(c, ad, strict=True)]
@@ -715,6 +713,7 @@ def exact_bracket_smooth(w: np.ndarray, a: np.ndarray, b: float, link, C: float,
         return (_link_value(kind, cq, Mq, _dot(aq, y) + bq, digits) + Cq * sqrt_upper(_dot(diff, diff), bits)
                 - off)
 
+    levels = _valley_levels(kind, cq, Mq, float(np.linalg.norm(a)), C, digits)
     candidates: list[Vector] = []
     for yf in y_props:
         candidates.extend(_upper_candidates(yf, a, no_pieces, np.zeros(0), [], [], bq, balls, qballs, shrink,
@@ -724,7 +723,7 @@ def exact_bracket_smooth(w: np.ndarray, a: np.ndarray, b: float, link, C: float,
             # <a, y> + b ∈ {−M, 0, M} (alone and with the near spheres) so that a huge <a, y> does not
             # turn the proposal's rounding into a visible loss
             near = [i for i, (c, r) in enumerate(balls) if float(np.linalg.norm(yf - c)) >= r * (1.0 - 1e-6)]
-            for t in _valley_levels(kind, cq, Mq, float(np.linalg.norm(a)), C, digits):
+            for t in levels:
                 for k in range(len(near) + 1):
                     for subset in itertools.combinations(near, k):
                         spheres = [(balls[i][0], (qballs[i][1] * shrink) ** 2) for i in subset]
@@ -733,7 +732,7 @@ def exact_bracket_smooth(w: np.ndarray, a: np.ndarray, b: float, link, C: float,
                             candidates.append(y)
     candidates.extend(_poles(a, balls, qballs, shrink, digits))
     candidates.extend(_rim_points(a, region, qballs, shrink, digits))
-    for t in _valley_levels(kind, cq, Mq, float(np.linalg.norm(a)), C, digits):
+    for t in levels:
         candidates.extend(_plane_ball_points(np.asarray(w, float), a, t - bq, balls, qballs, shrink, digits))
     best_upper, best_y, y_out = _best_candidate(candidates, value, y_props[0], region, qballs, bits)
 
@@ -931,7 +930,7 @@ def _exact_rows(W: np.ndarray, a: np.ndarray, b: np.ndarray, link, C: float, reg
                 float_pass) -> list[ExactBracket]:
     m = a.shape[0]
     if _smooth_link(link) is not None:
-        # smooth rational links: the caller's float pass gives the proposals (no centring)
+        # smooth links (Huber, square, logistic): the caller's float pass gives the proposals (no centring)
         return [exact_bracket_smooth(W[i], a[i], float(b[i]), link, C, region, [float_pass.y[i]],
                                      [float_pass.g[i]], [float(float_pass.pi[i])], offsets[i], tolerance)
                 for i in rows]

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cvxdp.extension.affine_reduction import _argument_range
+from cvxdp.extension.affine_reduction import argument_range
 from cvxdp.geometry import Ball, Domain, Lens
 from cvxdp.links import SquareLink
 from cvxdp.loss import Examples, GLMRepresentation
@@ -82,7 +82,7 @@ def scale_steep_records(examples: Examples, region: Domain, C: float) -> RecordS
             return RecordScaling(ones, examples)
         elif isinstance(st, SmoothGLMStructure):
             glm = examples.glm()
-            lo, hi = _argument_range(region, glm.a, glm.b)
+            lo, hi = argument_range(region, glm.a, glm.b)
             slope = np.linalg.norm(glm.a, axis=1) * glm.link.lipschitz_on(lo, hi)
         else:
             return RecordScaling(ones, examples)

@@ -362,3 +362,29 @@ def test_smooth_links_on_a_lens_rim(link_name, s):
                     Fraction(b))
             f = u * u if link_name == "square" or abs(u) <= 1 else 2 * abs(u) - 1
             assert e.lower <= f + Fraction(math.sqrt(float(np.sum((w - y) ** 2))) * (1 + 1e-15))
+
+
+def test_logistic_conjugate_bound_at_the_ends_of_its_domain():
+    """``φ*(π) = c[p ln p + (1 − p) ln(1 − p)]`` bounded above for every ``p ∈ [0, 1]``, including
+    ``p`` within ``10⁻²⁰⁰`` of 1, where ``1 − p`` formed in decimals rounded to 0 and ``0·ln 0``
+    raised ``decimal.InvalidOperation`` (an exception one extreme record could trigger)."""
+    from decimal import Decimal, localcontext
+    from fractions import Fraction
+
+    from cvxdp.extension.exact import _link_conjugate
+
+    c = Fraction(3, 2)
+    for p in (Fraction(0), Fraction(1), 1 - Fraction(1, 10**200), Fraction(1, 10**200), Fraction(1, 3)):
+        up = _link_conjugate("logistic", c, Fraction(0), c * p, 60)
+        assert up is not None and up <= Fraction(1, 10**50)  # φ* ≤ 0 on its domain, plus the margin
+        with localcontext() as ctx:
+            ctx.prec = 120
+            ctx.Emin = -999999999
+            true = Decimal(0)
+            for x in (p, 1 - p):
+                if x > 0:
+                    xd = Decimal(x.numerator) / Decimal(x.denominator)
+                    true += xd * xd.ln()
+            assert Fraction(true) * c <= up
+    assert _link_conjugate("logistic", c, Fraction(0), -Fraction(1, 10**9), 60) is None
+    assert _link_conjugate("logistic", c, Fraction(0), c + Fraction(1, 10**9), 60) is None

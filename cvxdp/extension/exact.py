@@ -473,13 +473,17 @@ def _link_conjugate(kind: str, c: Fraction, M: Fraction, pi: Fraction, digits: i
         p = pi / c
         if p < 0 or p > 1:
             return None
-        if p == 0 or p == 1:
-            return Fraction(0)
+        val = Decimal(0)
         with localcontext() as ctx:
             ctx.prec = digits
             ctx.Emin = -999999999
-            pd = _dec(p)
-            val = pd * pd.ln() + (1 - pd) * (1 - pd).ln()
+            # each of p and 1 − p from its exact rational (1 − p formed in decimals would round to 0
+            # for p within 10^{−digits} of 1, and 0·ln 0 is an invalid operation); x ln x ≤ 0 on [0, 1],
+            # so a term whose x rounds to 0 is bounded above by 0
+            for x in (p, 1 - p):
+                xd = _dec(x)
+                if xd > 0:
+                    val += xd * xd.ln()
             return c * Fraction(val + Decimal(10) ** (3 - digits))
     if kind == "huber" and abs(pi) > 2 * M * c:
         return None

@@ -764,34 +764,42 @@ def exact_bracket_smooth(w: np.ndarray, a: np.ndarray, b: float, link, C: float,
                     sol = _least_squares([a, *subset], g, digits)
                     if sol is not None:
                         pis.append(sol[0])
-    # for each direction g and ball B(c, r) of U: the maximizer of the concave
-    # π ↦ π (b + <c, a>) − φ*(π) − r ||g − π a|| (the bound with σ_B for σ_U), by bisection on its
-    # slope in high precision — the multiplier where the optimum's position is too fine for floats
-    for g in directions[:2]:
-        for c, r in balls:
-            pis.append(_best_multiplier(kind, cq, Mq, a, bq + _dot(aq, _qv(c)), g, r, digits))
-    if kind == "huber":
-        pis = [max(-2 * Mq * cq, min(2 * Mq * cq, p)) for p in pis]
-    elif kind == "logistic":
-        pis = [max(Fraction(0), min(cq, p)) for p in pis]
-    best_lower: Fraction | None = None
-    best_beta: Fraction | None = None
-    best_g = np.zeros(d)
-    for pi in pis:
-        phistar = _link_conjugate(kind, cq, Mq, pi, digits)
-        if phistar is None:
-            continue
-        base = float(pi) * a
-        tilted = normal_cone_slopes(np.asarray(w, float)[None, :], base[None, :], region)[0]
-        for g in [*directions, np.zeros(d), base, tilted]:
-            g = _into_ball(g, Cq)
-            gq = _qv(g)
-            v = [gi - pi * ai for gi, ai in zip(gq, aq, strict=True)]
-            sigma = _support_upper(v, balls, qballs, bits, digits, region)
-            beta = pi * bq - phistar - sigma - off
-            lower = _dot(gq, wq) + beta
-            if best_lower is None or lower > best_lower:
-                best_lower, best_beta, best_g = lower, beta, g
+    def clipped(ps: list[Fraction]) -> list[Fraction]:
+        if kind == "huber":
+            return [max(-2 * Mq * cq, min(2 * Mq * cq, p)) for p in ps]
+        if kind == "logistic":
+            return [max(Fraction(0), min(cq, p)) for p in ps]
+        return ps
+
+    best: list = [None, None, np.zeros(d)]  # lower, β, g
+
+    def try_multipliers(ps: list[Fraction]) -> None:
+        for pi in dict.fromkeys(clipped(ps)):  # each distinct multiplier once
+            phistar = _link_conjugate(kind, cq, Mq, pi, digits)
+            if phistar is None:
+                continue
+            base = float(pi) * a
+            tilted = normal_cone_slopes(np.asarray(w, float)[None, :], base[None, :], region)[0]
+            for g in [*directions, np.zeros(d), base, tilted]:
+                g = _into_ball(g, Cq)
+                gq = _qv(g)
+                v = [gi - pi * ai for gi, ai in zip(gq, aq, strict=True)]
+                sigma = _support_upper(v, balls, qballs, bits, digits, region)
+                beta = pi * bq - phistar - sigma - off
+                lower = _dot(gq, wq) + beta
+                if best[0] is None or lower > best[0]:
+                    best[:] = [lower, beta, g]
+
+    try_multipliers(pis)
+    if best_upper is None or best[0] is None or best_upper - best[0] > Fraction(tolerance) / 2:
+        # for each direction g and ball B(c, r) of U: the maximizer of the concave
+        # π ↦ π (b + <c, a>) − φ*(π) − r ||g − π a|| (the bound with σ_B for σ_U), by bisection on its
+        # slope in high precision — the multiplier where the optimum's position is too fine for floats;
+        # costly (hundreds of decimal logarithms for the logistic link), so only when the cheaper
+        # multipliers leave the bracket wider than half the tolerance
+        try_multipliers([_best_multiplier(kind, cq, Mq, a, bq + _dot(aq, _qv(c)), g, r, digits)
+                         for g in directions[:2] for c, r in balls])
+    best_lower, best_beta, best_g = best
     return ExactBracket(upper=best_upper, lower=best_lower, g=best_g, beta=best_beta,
                         y=y_out if y_out is not None else y_props[0].copy())
 

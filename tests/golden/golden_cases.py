@@ -1,0 +1,58 @@
+"""The fixed configurations whose round plans are frozen in ``round_plans.json``."""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+
+import cvxdp
+from cvxdp.localization.profiles import TightProfile
+
+
+def _lad(n: int, d: int, seed: int):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_t(5.0, size=(n, d))
+    y = X @ np.linspace(0.5, -0.5, d) + rng.standard_t(3.0, size=n)
+    w = cp.Variable(d)
+    return cvxdp.Model(cvxdp.losses.absolute(w), [cp.norm(w, 2) <= 2.0]), {"x": X, "y": y}
+
+
+def _hinge_box(n: int, d: int, seed: int):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_t(4.0, size=(n, d))
+    y = np.where(X @ np.ones(d) + rng.normal(size=n) > 0, 1.0, -1.0)
+    w = cp.Variable(d)
+    return cvxdp.Model(cvxdp.losses.hinge(w), [cp.abs(w) <= 1.0]), {"x": X, "y": y}
+
+
+BASE = {"epsilon": 4.0, "moment_k": 8.0, "G_k": 3.0, "random_state": 11}
+
+CASES = {
+    "population-tight-tail": ("lad", {}),
+    "population-tight-public": ("lad", {"tail_share": 0.0}),
+    "population-paper": ("lad", {"profile": "paper"}),
+    "population-auto": ("lad", {"G_k": "auto"}),
+    "population-clip": ("lad", {"profile": TightProfile(clip=2.5), "tail_share": 0.0}),
+    "population-manual-schedule": ("lad", {"tail_share": 0.0, "lambda_scale": 2.0, "lambda_growth": 4.0,
+                                           "max_phases": 2, "boosting_groups": 3}),
+    "population-max-phases": ("lad", {"tail_share": 0.0, "max_phases": 1}),
+    "population-hinge-box": ("hinge", {"epsilon": 2.0, "moment_k": 3.0, "G_k": 2.0}),
+    "recursive-tight": ("lad", {"algorithm": "recursive", "tail_share": 0.0}),
+    "recursive-tail": ("lad", {"algorithm": "recursive"}),
+    "recursive-rounds": ("lad", {"algorithm": "recursive", "tail_share": 0.0, "lam": 10.0}),
+    "recursive-rounds-tail": ("lad", {"algorithm": "recursive", "lam": 3.0}),
+    "recursive-paper-lam": ("lad", {"algorithm": "recursive", "profile": "paper", "lam": 0.3}),
+    "output-perturbation": ("lad", {"algorithm": "output-perturbation", "tail_share": 0.0}),
+    "output-perturbation-paper": ("lad", {"algorithm": "output-perturbation", "profile": "paper"}),
+}
+
+
+def make(name: str):
+    kind, overrides = CASES[name]
+    model, data = _lad(3000, 3, 5) if kind == "lad" else _hinge_box(3000, 3, 6)
+    return model, data, {**BASE, **overrides}
+
+
+def run_case(name: str):
+    model, data, kw = make(name)
+    return cvxdp.PrivateProblem(model).solve(data, **kw)

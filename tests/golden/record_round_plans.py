@@ -1,0 +1,41 @@
+"""Record the round plans of ``PrivateResult.steps`` for fixed seeds (the golden file of test_plan_golden).
+
+Run once, on the commit *before* the plan-then-run refactor, to freeze the public constants every
+release used; the test then checks that the planner reproduces them float for float.  Kept so the
+fixture can be regenerated and its provenance read:  ``python tests/golden/record_round_plans.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import warnings
+
+from golden_cases import CASES, run_case
+
+FIELDS = ("C", "alpha", "sensitivity", "noise_scale", "radius_plus", "bias_radius", "noise_radius",
+          "accuracy_radius", "snap_radius")
+
+
+def record(result) -> dict:
+    steps = [{"phase": s.phase, "group": s.group, "round": s.round, "m": s.m, "radius": s.radius,
+              "lam": s.lam, "epsilon": s.epsilon, "beta": s.beta,
+              **{f: getattr(s.plan, f) for f in FIELDS}} for s in result.steps]
+    ledger = [{"mechanism": e.mechanism, "batch": e.batch, "n_examples": e.n_examples,
+               "epsilon": e.epsilon, "sensitivity": e.sensitivity, "noise_scale": e.noise_scale}
+              for e in result.ledger.entries]
+    return {"steps": steps, "ledger": ledger}
+
+
+if __name__ == "__main__":
+    here = pathlib.Path(__file__).parent
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                            cwd=here).stdout.strip()
+    out = {"commit": commit, "cases": {}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in CASES:
+            out["cases"][name] = record(run_case(name))
+            print(name, len(out["cases"][name]["steps"]), "steps")
+    (here / "round_plans.json").write_text(json.dumps(out, indent=1) + "\n")

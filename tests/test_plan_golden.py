@@ -1,0 +1,32 @@
+"""Golden test: the public constants of every release stay what they were before plan-then-run.
+
+``tests/golden/round_plans.json`` was recorded by ``tests/golden/record_round_plans.py`` on the
+commit before the planner replaced the old loops; for fixed seeds the round plans (every ``ε_j``,
+``β_j``, ``C``, ``λ``, ``α``, sensitivity, noise scale and radius) and the ledger must be equal
+float for float.  A change that moves any of them must say why and regenerate the fixture.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+import warnings
+
+import pytest
+
+GOLDEN = pathlib.Path(__file__).parent / "golden"
+sys.path.insert(0, str(GOLDEN))
+
+from golden_cases import CASES, run_case  # noqa: E402
+from record_round_plans import record  # noqa: E402
+
+FROZEN = json.loads((GOLDEN / "round_plans.json").read_text())["cases"]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_solve_reproduces_the_frozen_round_plans(name):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = record(run_case(name))
+    assert got == FROZEN[name]

@@ -199,8 +199,8 @@ def run_cell(spec: dict) -> dict:
         record(CVXDP_ABLATION, private(algorithm="output-perturbation"))
     if CVXDP_CEILING in methods:
         def ceiling():
-            from cvxdp.localization.population import initial_lambda
-            from cvxdp.localization.profiles import TightProfile
+            from cvxdp.plan.profiles import TightProfile
+            from cvxdp.plan.schedule import initial_lambda
 
             lam_rate = initial_lambda(n, d, eps, k, G_k, G_2, D)
             grid = [{"C": a * G_2, "lam": b * lam_rate}
@@ -246,9 +246,9 @@ def run_real(spec: dict) -> dict:
     from cvxdp.baselines import clipped_output_perturbation, noisy_clipped_gd, nonprivate_erm
     from cvxdp.baselines.tuning import noisy_gd_rule, output_perturbation_rule
     from cvxdp.datasets import REAL
-    from cvxdp.ledger import PrivacyLedger
-    from cvxdp.moments import estimate_moment_bound
-    from cvxdp.random import noise_source
+    from cvxdp.privacy.ledger import PrivacyLedger
+    from cvxdp.privacy.random import noise_source
+    from cvxdp.privacy.tail import estimate_moment_bound
 
     warnings.simplefilter("ignore")
     task = REAL[spec["dataset"]](seed=spec["seed"])

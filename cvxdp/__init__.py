@@ -7,7 +7,6 @@ solvers and privatizes the result (Lowy, arXiv 2604.06492).
 """
 
 from cvxdp import datasets, error, geometry, losses
-from cvxdp.accountant import BudgetAccountant
 from cvxdp.conic.program import ConicSettings
 from cvxdp.erm import ERMCertificate, ERMSettings
 from cvxdp.error import (
@@ -28,10 +27,11 @@ from cvxdp.error import (
 )
 from cvxdp.estimators import PrivateLADRegressor, PrivateLinearSVM, PrivateQuantileRegressor
 from cvxdp.extension import ExtensionEvaluation, ExtensionSettings, LipschitzExtension
-from cvxdp.ledger import PrivacyLedger
 from cvxdp.loss import Examples, Loss
-from cvxdp.mechanisms import L2LaplaceMechanism
 from cvxdp.model import Model
+from cvxdp.privacy.accountant import BudgetAccountant
+from cvxdp.privacy.ledger import PrivacyLedger
+from cvxdp.privacy.mechanisms import L2LaplaceMechanism
 from cvxdp.problem import PrivateProblem, PrivateResult
 
 __version__ = "0.1.0"

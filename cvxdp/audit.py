@@ -54,7 +54,7 @@ import math
 import numbers
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import cvxpy as cp
 import numpy as np
@@ -64,13 +64,16 @@ from cvxdp._validation import positive_finite, positive_int, probability
 from cvxdp.erm.problem import RegularizedERM
 from cvxdp.erm.solver import ERMSettings, solve_certified
 from cvxdp.error import CertificationError
-from cvxdp.localization import get_profile, initial_lambda
-from cvxdp.localization import output_perturbation as _algorithm2
-from cvxdp.localization.output_perturbation import release_point
-from cvxdp.mechanisms import L2LaplaceMechanism
 from cvxdp.model import Model
+from cvxdp.plan.inputs import PublicInputs
+from cvxdp.plan.planner import Planner
+from cvxdp.plan.profiles import RoundPlan
+from cvxdp.privacy.ledger import PrivacyLedger
+from cvxdp.privacy.mechanisms import L2LaplaceMechanism
+from cvxdp.privacy.random import NoiseSource, SecureRandom, SeededRandom
 from cvxdp.problem import PrivateProblem, PrivateResult
-from cvxdp.random import NoiseSource, SecureRandom, SeededRandom
+from cvxdp.run import release as _algorithm2
+from cvxdp.run.release import charge_round, release_round
 
 Mechanism = Callable[[dict, NoiseSource], np.ndarray]
 
@@ -319,41 +322,48 @@ def output_perturbation_mechanism(model: Model, *, epsilon: float, moment_k: flo
                                   erm: ERMSettings | None = None) -> Mechanism:
     """cvxdp's one-shot extension output perturbation (``algorithm="output-perturbation"``) as a callable.
 
-    Builds exactly the plan that :meth:`PrivateProblem.solve
-    <cvxdp.problem.PrivateProblem.solve>` uses for that algorithm with
-    ``tail_share=0`` (the public worst-case tail; the default private tail
-    histogram is audited through the full pipeline instead) and releases
-    through the same :func:`~cvxdp.localization.output_perturbation.release_point`.
-    The certified minimizer is a deterministic function of the data, so it is
-    computed once per data set and reused across runs — the output distribution
-    is unchanged.  ``noise_factor < 1`` builds a deliberately *broken* mechanism
-    (noise too small) to check that an audit has the power to catch one.
+    The plan is :class:`~cvxdp.plan.planner.Planner`'s for that algorithm with ``tail_share=0`` (the
+    public worst-case tail; the default private tail histogram is audited through the full
+    pipeline instead), and every run is charged to a fresh ledger and released through
+    :func:`~cvxdp.run.release.release_round`, the path a fit takes.  The certified minimizer is a
+    deterministic function of the data, so it is computed once per data set and handed to
+    ``release_round`` as its minimizer on later runs — the output distribution is unchanged.
+    ``noise_factor < 1`` builds a deliberately *broken* mechanism (it understates its sensitivity,
+    so its noise is too small) to check that an audit has the power to catch one.
     """
-    prof = get_profile(profile)
     W = model.domain
-    cache: dict[int, tuple[np.ndarray, L2LaplaceMechanism]] = {}
+    cache: dict[int, tuple[RegularizedERM, RoundPlan, tuple]] = {}
 
-    def prepare(data: dict) -> tuple[np.ndarray, L2LaplaceMechanism]:
+    def prepare(data: dict) -> tuple[RegularizedERM, RoundPlan, tuple]:
         key = id(data)
         if key not in cache:
             ex = model.bind(data)
-            n, d, D = ex.m, model.dim, model.diameter
-            lam_used = lam if lam is not None else initial_lambda(n, d, epsilon, moment_k, G_k, G_k, D)
-            eps_round = float(prof.round_epsilons(epsilon, np.ones(1))[0])
-            plan = prof.plan(R=D, lam=lam_used, m=n, d=d, eps=eps_round, beta=delta / 2.0, k=moment_k,
-                             G_k=G_k)
-            w0 = W.make_feasible(W.interior_point())
-            problem = RegularizedERM(model, ex, W, plan.C, lam_used, w0)
-            w_tilde, _ = solve_certified(problem, plan.alpha, erm)
-            scale = plan.noise_scale * noise_factor
-            cache[key] = (w_tilde, L2LaplaceMechanism(plan.sensitivity, plan.sensitivity / scale, d))
+            inputs = PublicInputs.from_options(
+                d=model.dim, D=model.diameter, structured=True, epsilon=epsilon, moment_k=moment_k,
+                G_k=G_k, algorithm="output-perturbation", profile=profile, lam=lam, delta=delta,
+                tail_share=0.0, n=ex.m)
+            plan = Planner(inputs).plan().batches[0].rounds[0]
+            if noise_factor != 1.0:
+                plan = replace(plan, sensitivity=plan.sensitivity * noise_factor,
+                               noise_scale=plan.noise_scale * noise_factor)
+            problem = RegularizedERM(model, ex, W, plan.C, plan.lam, W.make_feasible(W.interior_point()))
+            cache[key] = (problem, plan, solve_certified(problem, plan.alpha, erm))
         return cache[key]
 
     def mechanism(data: dict, source: NoiseSource) -> np.ndarray:
-        w_tilde, mech = prepare(data)
-        return release_point(w_tilde, mech, W, source, snap)
+        problem, plan, solved = prepare(data)
+        ledger = PrivacyLedger(problem.m, plan.epsilon)
+        entry = charge_round(ledger, plan, np.arange(problem.m), batch="all")
+        w, _ = release_round(problem, plan, charge=entry, source=source, erm=erm,
+                             minimizer=lambda *_: (np.array(solved[0], copy=True), solved[1]), snap=snap)
+        return w
 
-    mechanism.plan_for = prepare  # type: ignore[attr-defined]
+    def plan_for(data: dict) -> tuple[np.ndarray, L2LaplaceMechanism]:
+        """The certified minimizer of ``data`` and the release's mechanism."""
+        _, plan, solved = prepare(data)
+        return solved[0], plan.mechanism()
+
+    mechanism.plan_for = plan_for  # type: ignore[attr-defined]
     return mechanism
 
 
@@ -399,7 +409,7 @@ class ERMCache:
     ``solve_certified(problem, α, settings)`` is a deterministic function of the problem — the
     batch's data, ``C``, ``λ``, ``w₀`` and ``U`` — and of ``α`` and the solver settings.  Inside
     ``with cache:`` the name that Algorithm 2
-    (:func:`~cvxdp.localization.output_perturbation.localized_output_perturbation`) calls is
+    (:func:`~cvxdp.run.release.release_round`) calls is
     replaced by a lookup keyed on all of them: a digest of every data array of the batch
     (placeholder names, dtypes, shapes and bytes, in order), ``C``, ``λ``, the bytes of ``w₀``, ``α``
     and the settings' ``repr``; only problems whose ``U`` is the model's own domain ``W`` (and with

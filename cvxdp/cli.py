@@ -25,7 +25,8 @@ import cvxdp
 from cvxdp.baselines import nonprivate_erm
 from cvxdp.datasets import TASKS
 from cvxdp.error import CvxdpError, PrivacyLeakWarning
-from cvxdp.problem import ALGORITHMS, PrivateProblem
+from cvxdp.plan.inputs import ALGORITHMS
+from cvxdp.problem import PrivateProblem
 
 
 def demo(argv: list[str] | None = None) -> int:

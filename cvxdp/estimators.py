@@ -33,7 +33,7 @@ import numbers
 import cvxpy as cp
 import numpy as np
 
-from cvxdp import losses
+import cvxdp.losses as losses
 from cvxdp._validation import finite_array, positive_finite
 from cvxdp.error import DataError, ParameterError
 from cvxdp.model import Model

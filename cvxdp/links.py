@@ -1,6 +1,6 @@
 """Scalar convex links ``φ`` of generalized-linear losses ``f(y, z) = φ(<a(z), y> + b(z))``.
 
-The extension's dual (DESIGN §2) needs the conjugate ``φ*`` and its domain:
+The extension's dual (:mod:`cvxdp.extension.certificates`) needs the conjugate ``φ*`` and its domain:
 
     f_{C,U}(w, z) = max_{||g|| ≤ C, π ∈ dom φ*}  <g, w> + π b − φ*(π) − σ_U(g − π a).
 

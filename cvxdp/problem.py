@@ -22,36 +22,27 @@ ledger is checked against ``ε`` before each release and again at the end.
 from __future__ import annotations
 
 import functools
-import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from cvxdp._validation import MOMENT_MAX, at_least, positive_finite, privacy_epsilon, probability
-from cvxdp.accountant import BudgetAccountant
 from cvxdp.erm.solver import ERMSettings
 from cvxdp.error import ParameterError, UncertifiableLossError
 from cvxdp.extension import LipschitzExtension
-from cvxdp.ledger import PrivacyLedger, budget_remainder
-from cvxdp.localization import (
-    LocalizationStep,
-    Profile,
-    TightProfile,
-    get_profile,
-    initial_lambda,
-    phase_schedule,
-    population_localization,
-    recursive_localization,
-)
-from cvxdp.localization.population import PhaseSchedule, choose_schedule, phase_radius, spread_over_phases
 from cvxdp.model import Model
-from cvxdp.moments import CombinedTail, private_tail_profile
-from cvxdp.random import noise_source
+from cvxdp.plan.inputs import PublicInputs
+from cvxdp.plan.planner import Planner, ReleasePlan
+from cvxdp.plan.profiles import Profile
+from cvxdp.plan.schedule import PhaseSchedule
+from cvxdp.privacy.accountant import BudgetAccountant
+from cvxdp.privacy.ledger import PrivacyLedger
+from cvxdp.privacy.random import noise_source
+from cvxdp.run.executor import Executor, get_executor
+from cvxdp.run.fit import run_fit
+from cvxdp.run.release import LocalizationStep
 from cvxdp.structure import GenericStructure
-
-ALGORITHMS = ("population", "recursive", "output-perturbation")
 
 
 @dataclass
@@ -96,6 +87,7 @@ class PrivateResult:
     moment_bound: float = float("nan")
     diagnostics_enabled: bool = False
     _timings: dict[str, float] | None = field(default=None, repr=False)
+    release_plan: ReleasePlan | None = field(default=None, repr=False)
 
     @property
     def epsilon_spent(self) -> float:
@@ -178,7 +170,8 @@ class PrivateProblem:
               lambda_scale: float | None = None, lambda_growth: float | None = None,
               max_phases: int | None = None, lam: float | None = None,
               boosting_groups: int | None = None, progress: bool = False,
-              diagnostics: bool = False, accountant: BudgetAccountant | None = None) -> PrivateResult:
+              diagnostics: bool = False, accountant: BudgetAccountant | None = None,
+              executor: Executor | None = None) -> PrivateResult:
         """Fit an ε-DP model.
 
         Parameters
@@ -249,60 +242,62 @@ class PrivateProblem:
             ``GridSearchCV(PrivateLADRegressor(accountant=acc), {"epsilon": [...]}, n_jobs=1,
             error_score="raise")`` with ``acc`` sized for every fit of the search (grid × folds,
             plus the refit).  ``None`` (default): only this call's own ledger, which caps this call.
+        executor:
+            Where the independent groups of a phase of Algorithm 1 run: ``None`` (default) serially
+            in this process, or e.g. :class:`~cvxdp.run.executor.ProcessExecutor` ``(workers=2)``.
+            Each group draws from its own noise source, spawned from the main one, so for a given
+            seed the released model is the same either way.
+
+        The order of work is: validate the public inputs (:meth:`plan` returns the plan of this
+        step without data) → charge ``accountant`` → bind the data → the private tail release →
+        plan → charge the ledger for every release of the plan → run → result.
         """
         t0 = time.perf_counter()
         if not isinstance(diagnostics, bool):
             raise ParameterError(f"diagnostics must be True or False, got {type(diagnostics).__name__}.")
-        eps = privacy_epsilon(epsilon)
-        k = at_least("moment_k", moment_k, 2.0)
-        if k > MOMENT_MAX:
-            raise ParameterError(f"moment_k = {k:g} exceeds {MOMENT_MAX:g}; such a moment bound is a "
-                                 "worst-case Lipschitz bound: pass k = 1000 with G_k = that bound.")
-        auto = isinstance(G_k, str)
-        if auto and G_k != "auto":
-            raise ParameterError(f"G_k must be a positive number or 'auto', got {G_k!r}.")
-        if not auto:
-            G_k = positive_finite("G_k", G_k)
-        if G_2 is not None:
-            G_2 = positive_finite("G_2", G_2)
-            if not auto and G_2 > G_k * (1 + 1e-12):
-                raise ParameterError(f"G_2 = {G_2} exceeds G_k = {G_k}, impossible for k ≥ 2 "
-                                     "(moments are monotone); check the moment bounds.")
-        delta = probability("delta", delta)
-        for name, value in (("lambda_scale", lambda_scale), ("lambda_growth", lambda_growth)):
-            if value is not None:
-                positive_finite(name, value)
-        if lam is not None:
-            lam = positive_finite("lam", lam)
-        if max_phases is not None and (isinstance(max_phases, bool) or not isinstance(max_phases, int)
-                                       or max_phases < 1):
-            raise ParameterError("max_phases must be a positive integer.")
-        if algorithm not in ALGORITHMS:
-            raise ParameterError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}.")
-        prof = get_profile(profile)
+        inputs = self._inputs(epsilon=epsilon, moment_k=moment_k, G_k=G_k, G_2=G_2, algorithm=algorithm,
+                              profile=profile, delta=delta, localize=localize, tail_share=tail_share,
+                              tail_range=tail_range, lambda_scale=lambda_scale, lambda_growth=lambda_growth,
+                              max_phases=max_phases, lam=lam, boosting_groups=boosting_groups, erm=erm)
+        executor = get_executor(executor)
+        if executor.remote and not noise_source(random_state, warn=False).spawns_independent:
+            raise ParameterError("this noise source cannot make independent sources for groups run in "
+                                 "other processes; use random_state=None, a seed, or the serial executor.")
+        if accountant is not None:
+            _charge_accountant(accountant, inputs, random_state)
+        examples = self.model.bind(data)
+        inputs = inputs.with_n(examples.m)
+        source = noise_source(random_state)
+        ledger = PrivacyLedger(inputs.n, inputs.epsilon)
+        timings: dict[str, float] = {"validation": time.perf_counter() - t0}
+        w, steps, plan = run_fit(self.model, examples, Planner(inputs), ledger=ledger, source=source,
+                                 erm=erm or ERMSettings(), executor=executor, progress=progress,
+                                 timings=timings)
+        ledger.verify()
+        if not diagnostics:  # keep only public constants and released centers on the result
+            steps = [replace(s, certificate=None) for s in steps]
+        return PrivateResult(w=np.asarray(w, float), ledger=ledger, steps=steps, epsilon=inputs.epsilon,
+                             algorithm=inputs.algorithm, profile=plan.profile_name, schedule=plan.schedule,
+                             moment_bound=float(plan.G_k), diagnostics_enabled=diagnostics,
+                             _timings=timings if diagnostics else None, release_plan=plan)
+
+    def plan(self, *, n: int, epsilon: float, moment_k: float, G_k: float | str, **options) -> ReleasePlan:
+        """The dry run: the :class:`~cvxdp.plan.planner.ReleasePlan` of :meth:`solve` for ``n`` examples.
+
+        Takes ``solve``'s arguments (those that shape the plan) and no data; print it with
+        ``.describe()``.  With the private tail histogram on (``tail_share > 0``, the default for
+        structured losses) the plan is *provisional*: the histogram's ε is fixed, and ``C``, the
+        schedule and the radii (and ``G_k`` with ``G_k="auto"``) are shown for the public worst case
+        and set by the release in the fit.
+        """
+        inputs = self._inputs(epsilon=epsilon, moment_k=moment_k, G_k=G_k, **options).with_n(n)
+        return Planner(inputs).plan()
+
+    def _inputs(self, *, erm: ERMSettings | None = None, **options) -> PublicInputs:
+        """Validate the options, then the loss and solver settings they need (public values only)."""
         structured = not isinstance(self.model.loss.structure, GenericStructure)
-        if tail_share is None:
-            tail_share = 0.1 if (prof.name == "tight" and structured) or auto else 0.0
-        tail_share = float(tail_share)
-        if not 0.0 <= tail_share < 1.0 or math.isnan(tail_share):
-            raise ParameterError(f"tail_share must lie in [0, 1), got {tail_share}.")
-        if tail_range is not None:
-            if tail_share == 0.0:
-                raise ParameterError("tail_range sets the grid of the private tail histogram, which "
-                                     "tail_share = 0 turns off; drop tail_range or pass tail_share > 0.")
-            if not isinstance(tail_range, tuple | list) or len(tail_range) != 2:
-                raise ParameterError(f"tail_range must be a pair (low, high), got {tail_range!r}.")
-            low = positive_finite("tail_range low", tail_range[0])
-            high = positive_finite("tail_range high", tail_range[1])
-            if high <= low:
-                raise ParameterError(f"tail_range needs low < high, got {tail_range!r}.")
-            tail_range = (low, high)
-        if auto and tail_share == 0.0:
-            raise ParameterError("G_k='auto' needs a positive tail_share of ε to estimate it.")
-        if tail_share > 0 and not structured:
-            raise UncertifiableLossError("a private tail estimate needs per-example Lipschitz constants, "
-                                         "which cvxdp has for structured losses only; pass G_k and "
-                                         "tail_share=0.")
+        inputs = PublicInputs.from_options(d=self.model.dim, D=self.model.diameter, structured=structured,
+                                           **options)
         erm = erm or ERMSettings()
         if erm.method == "adaptive-subgradient" and not structured:
             raise UncertifiableLossError(
@@ -310,126 +305,13 @@ class PrivateProblem:
                 "cvxdp has for piecewise-linear and generalized-linear losses only; use method='conic'."
             )
         LipschitzExtension(self.model, 1.0)  # refuses uncertifiable losses before any work
-        if boosting_groups is not None and (isinstance(boosting_groups, bool)
-                                            or not isinstance(boosting_groups, int)
-                                            or boosting_groups < 1):
-            raise ParameterError("boosting_groups must be a positive integer.")
-        if accountant is not None:
-            if not isinstance(accountant, BudgetAccountant):
-                raise ParameterError(f"accountant must be a cvxdp.BudgetAccountant or None, got "
-                                     f"{type(accountant).__name__}.")
-            noise_source(random_state, warn=False)  # a bad random_state is refused before the charge
-            # sequential composition across calls: the whole ε, before any data is read or noise drawn
-            accountant.spend(eps, label=f"PrivateProblem.solve(algorithm={algorithm!r})")
-        examples = self.model.bind(data)
-        n, d, D = examples.m, self.model.dim, self.model.diameter
-        if n < max(10, 2 * d):
-            raise ParameterError(f"n = {n} examples are too few; at least {max(10, 2 * d)} needed.")
-        if algorithm == "population":
-            # the schedule's feasibility depends on n only: refuse before any noise is drawn
-            phase_schedule(n, d, eps, k, 1.0, 1.0, D, boosting_groups or 1)
-        source = noise_source(random_state)
-        ledger = PrivacyLedger(n, eps)
-        schedule: PhaseSchedule | None = None
-        timings: dict[str, float] = {"validation": time.perf_counter() - t0}
-        t1 = time.perf_counter()
-        eps_fit = eps
-        if tail_share > 0:
-            eps_tail = tail_share * eps
-            if tail_range is not None:
-                grid = {"low": tail_range[0], "high": tail_range[1]}
-            else:
-                grid = {"low": 1e-6, "high": 1e10} if auto else {"low": 1e-4 * G_k, "high": 1e4 * G_k}
-            tail = private_tail_profile(self.model, examples, epsilon=eps_tail, ledger=ledger,
-                                        source=source, **grid)
-            eps_fit = budget_remainder(eps, eps_tail)  # rounded down: eps_tail + eps_fit ≤ eps exactly
-            if auto:
-                G_k = tail.moment(k)
-                G_2 = min(G_2, G_k) if G_2 is not None else tail.moment(2.0)
-            if isinstance(prof, TightProfile):
-                prof = TightProfile(prof.kappa, tail=CombinedTail(tail, k, G_k), clip=prof.clip)
-        G_2 = G_k if G_2 is None else min(G_2, G_k)
-        timings["tail"] = time.perf_counter() - t1
-        if algorithm == "population":
-            groups = boosting_groups
-            if groups is None:
-                provisional = phase_schedule(n, d, eps_fit, k, G_k, G_2, D, 1)
-                groups = prof.boosting_groups(provisional.phases, delta)
-            beta_guess = delta / (4.0 * groups * 10.0)
-            if isinstance(prof, TightProfile) and lambda_scale is None and lambda_growth is None:
-                schedule = choose_schedule(n, d, eps_fit, k, G_k, G_2, D, prof, groups=groups,
-                                           beta=beta_guess)
-                if max_phases is not None and schedule.phases > max_phases:
-                    schedule = spread_over_phases(replace(schedule, sizes=schedule.sizes[:max_phases],
-                                                          lambdas=schedule.lambdas[:max_phases]), n)
-            else:
-                schedule = phase_schedule(n, d, eps_fit, k, G_k, G_2, D, groups,
-                                          lambda_scale=lambda_scale or 1.0,
-                                          growth=lambda_growth or 8.0, max_phases=max_phases)
-            beta = delta / (2.0 * schedule.phases * groups * 2.0)
-            timings["schedule"] = time.perf_counter() - t1 - timings["tail"]
-            bar = _progress(progress, schedule.phases * groups)
-            try:
-                res = population_localization(self.model, examples, epsilon=eps_fit, k=k, G_k=G_k,
-                                              G_2=G_2, schedule=schedule, beta=beta, profile=prof,
-                                              ledger=ledger, source=source, erm=erm, localize=localize,
-                                              progress=bar)
-            finally:
-                if bar is not None:
-                    bar.close()
-            w, steps = res.w, res.steps
-        else:
-            use_loc = localize and algorithm == "recursive"
-            if lam is not None:
-                lam_used = lam
-            elif lambda_scale is not None or not isinstance(prof, TightProfile):
-                lam_used = initial_lambda(n, d, eps_fit, k, G_k, G_2, D, lambda_scale or 1.0)
-            else:
-                lam_used = choose_single_lambda(n, d, eps_fit, k, G_k, G_2, D, prof, beta=delta / 2.0,
-                                                localize=use_loc)
-            w0 = self.model.domain.make_feasible(self.model.domain.interior_point())
-            res = recursive_localization(
-                self.model, examples, epsilon=eps_fit, lam=lam_used, w0=w0, k=k, G_k=G_k,
-                beta=delta / 2.0, profile=prof, ledger=ledger, batch="all", batch_indices=np.arange(n),
-                source=source, erm=erm, localize=use_loc)
-            w, steps = res.center, res.steps
-        timings["fit"] = time.perf_counter() - t1
-        ledger.verify()
-        if not diagnostics:  # keep only public constants and released centers on the result
-            steps = [replace(s, certificate=None) for s in steps]
-        return PrivateResult(w=np.asarray(w, float), ledger=ledger, steps=steps, epsilon=eps,
-                             algorithm=algorithm, profile=prof.name, schedule=schedule,
-                             moment_bound=float(G_k), diagnostics_enabled=diagnostics,
-                             _timings=timings if diagnostics else None)
+        return inputs
 
 
-def choose_single_lambda(n: int, d: int, epsilon: float, k: float, G_k: float, G_2: float, D: float,
-                         profile, *, beta: float, localize: bool = True) -> float:
-    """``λ`` for a single regularized ERM minimizing ``λ(D/2)²/2 + 2G₂²/(λn) + G₂ R(λ)`` (public)."""
-    best_val, best_lam = math.inf, initial_lambda(n, d, epsilon, k, G_k, G_2, D)
-    for scale in np.logspace(-1, 2, 13):
-        lam = float(scale) * initial_lambda(n, d, epsilon, k, G_k, G_2, D)
-        if localize:
-            R = phase_radius(profile, m=n, d=d, epsilon=epsilon, lam=lam, k=k, G_k=G_k, D=D, beta=beta)
-        else:
-            R = min(profile.plan(R=D, lam=lam, m=n, d=d, eps=float(profile.round_epsilons(
-                epsilon, np.ones(1))[0]), beta=beta, k=k, G_k=G_k).radius_plus, D)
-        val = lam * (D / 2.0) ** 2 / 2.0 + 2.0 * G_2 * G_2 / (lam * n) + G_2 * R
-        if val < best_val:
-            best_val, best_lam = val, lam
-    return best_lam
-
-
-def _progress(enabled: bool, total: int):
-    if not enabled:
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:  # pragma: no cover - tqdm is a dependency, but stay usable without it
-        return None
-    return tqdm(total=total, desc="private fit (phases × groups)", unit="call", leave=False)
-
-
-def excess_rate(n: int, d: int, epsilon: float, k: float, G_k: float, G_2: float, D: float) -> float:
-    """``G_k D (d/(nε))^{1−1/k} + G_2 D/√n``: the optimal heavy-tailed rate (Theorem 3.1, no logs)."""
-    return G_k * D * (d / (n * epsilon)) ** (1.0 - 1.0 / k) + G_2 * D / math.sqrt(n)
+def _charge_accountant(accountant: BudgetAccountant, inputs: PublicInputs, random_state: object) -> None:
+    """Sequential composition across calls: the whole ε, before any data is read or noise drawn."""
+    if not isinstance(accountant, BudgetAccountant):
+        raise ParameterError(f"accountant must be a cvxdp.BudgetAccountant or None, got "
+                             f"{type(accountant).__name__}.")
+    noise_source(random_state, warn=False)  # a bad random_state is refused before the charge
+    accountant.spend(inputs.epsilon, label=f"PrivateProblem.solve(algorithm={inputs.algorithm!r})")

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import cvxdp
-from cvxdp.random import SeededRandom
+from cvxdp.privacy.random import SeededRandom
 
 
 def reference_extension(model: cvxdp.Model, region, C: float, queries: np.ndarray,

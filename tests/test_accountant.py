@@ -15,9 +15,9 @@ import pytest
 from conftest import CountingSource
 
 import cvxdp
-from cvxdp.accountant import BudgetAccountant
 from cvxdp.datasets import student_t_lad
 from cvxdp.error import DataError, ParameterError, PrivacyBudgetError
+from cvxdp.privacy.accountant import BudgetAccountant
 
 pytestmark = [pytest.mark.filterwarnings("ignore::cvxdp.error.PrivacyLeakWarning"),
               pytest.mark.filterwarnings("ignore::cvxdp.error.UtilityWarning")]

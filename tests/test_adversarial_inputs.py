@@ -20,9 +20,9 @@ from cvxdp.error import CvxdpError, PrivacyLeakWarning
 from cvxdp.estimators import PrivateLADRegressor, PrivateLinearSVM, PrivateQuantileRegressor
 from cvxdp.extension import LipschitzExtension
 from cvxdp.geometry import domain_from_constraints
-from cvxdp.ledger import PrivacyLedger
-from cvxdp.mechanisms import L2LaplaceMechanism
-from cvxdp.random import noise_source
+from cvxdp.privacy.ledger import PrivacyLedger
+from cvxdp.privacy.mechanisms import L2LaplaceMechanism
+from cvxdp.privacy.random import noise_source
 
 pytestmark = pytest.mark.filterwarnings("ignore:seeded privacy noise:cvxdp.error.PrivacyLeakWarning")
 

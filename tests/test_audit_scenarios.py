@@ -35,8 +35,8 @@ from cvxdp.audit import (
 )
 from cvxdp.error import DataError, PrivacyLeakWarning, UtilityWarning
 from cvxdp.estimators import PrivateLADRegressor, PrivateLinearSVM, PrivateQuantileRegressor
+from cvxdp.privacy.random import SeededRandom
 from cvxdp.problem import PrivateProblem
-from cvxdp.random import SeededRandom
 
 pytestmark = [pytest.mark.filterwarnings("ignore::cvxdp.error.PrivacyLeakWarning"),
               pytest.mark.filterwarnings("ignore::cvxdp.error.UtilityWarning")]  # n = 40: a noisy histogram

@@ -147,7 +147,7 @@ def test_objective_perturbation_refuses_an_inexact_minimizer(monkeypatch):
 # ---------------------------------------------------------------------------------------------------
 # Fail closed (issue 10, deliverable 4): no baseline releases a NaN certificate, point or noise sample.
 
-class _RadiusSource(cvxdp.random.SeededRandom):
+class _RadiusSource(cvxdp.privacy.random.SeededRandom):
     """A seeded source whose ℓ2-Laplace radii are replaced by ``radius`` (a broken noise source)."""
 
     def __init__(self, seed, radius):

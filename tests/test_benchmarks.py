@@ -30,6 +30,7 @@ def test_private_fit_benchmark_quick(tmp_path, capsys):
     result = _load("bench_private_fit").main(["--quick", "--json", str(out)])
     assert [r["n"] for r in result["rows"]] == [2000, 8000]
     assert all(r["epsilon_spent"] <= 1.0 + 1e-12 for r in result["rows"])
+    assert all(0.0 < r["plan_share"] < 1.0 for r in result["rows"])
     assert "growth_exponent" in json.loads(out.read_text())
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith("ratio ")
 

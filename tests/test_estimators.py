@@ -14,8 +14,8 @@ from cvxdp.datasets import student_t_hinge, student_t_lad
 from cvxdp.erm.problem import ERMCertificate
 from cvxdp.error import DataError, ParameterError, PrivacyBudgetError
 from cvxdp.estimators import PrivateLADRegressor, PrivateLinearSVM, PrivateQuantileRegressor
-from cvxdp.localization import LocalizationStep
 from cvxdp.problem import PrivateResult
+from cvxdp.run.release import LocalizationStep
 
 pytestmark = pytest.mark.filterwarnings("ignore::cvxdp.error.PrivacyLeakWarning")
 

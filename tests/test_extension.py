@@ -1,6 +1,6 @@
 """The certified extension oracle, tested as mathematics.
 
-Every property here is a theorem about ``f_{C,U}`` (DESIGN §2): the bracket
+Every property here is a theorem about ``f_{C,U}`` (the paper's Section 2.2 and Appendix E.3): the bracket
 must contain a high-accuracy reference, the extension lies below ``f`` on ``U``,
 is C-Lipschitz and convex, equals ``f`` where ``f`` is already C-Lipschitz, has
 the closed form ``min(1, C/||a||) f`` for hinge and absolute losses when ``U``

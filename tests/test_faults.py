@@ -23,11 +23,11 @@ from cvxdp.erm.problem import evaluate_upper
 from cvxdp.error import CertificationError, ParameterError, SolverError
 from cvxdp.extension import ExtensionSettings, LipschitzExtension
 from cvxdp.geometry import localize
-from cvxdp.localization.output_perturbation import release_point
-from cvxdp.localization.population import majority_vote
-from cvxdp.mechanisms import L2LaplaceMechanism
+from cvxdp.privacy.mechanisms import L2LaplaceMechanism
+from cvxdp.privacy.random import SeededRandom
 from cvxdp.problem import PrivateProblem
-from cvxdp.random import SeededRandom
+from cvxdp.run.population import majority_vote
+from cvxdp.run.release import release_point
 
 pytestmark = pytest.mark.filterwarnings("ignore::cvxdp.error.PrivacyLeakWarning")
 
@@ -205,7 +205,7 @@ def test_an_uncertified_solver_answer_is_not_noised(algorithm, monkeypatch):
         w = problem.feasible_set.make_feasible(problem.w0)
         return w, ERMCertificate(required=alpha, gap=math.nan, upper=math.nan, lower=math.nan, method="liar")
 
-    monkeypatch.setattr("cvxdp.localization.output_perturbation.solve_certified", liar)
+    monkeypatch.setattr("cvxdp.run.release.solve_certified", liar)
     src = NoiseCounter(0)
     with pytest.raises(CertificationError, match="nothing was released"):
         PrivateProblem(model).solve(data, algorithm=algorithm, random_state=src, **kw)

@@ -250,7 +250,7 @@ def test_ellipsoid_support_upper_bounds_the_exact_support(cond):
         up = Fraction(float(E.support_upper(v[None])[0]))
         assert up >= lin and (up - lin) ** 2 >= quad  # σ_upper ≥ σ exactly
         # the float formula's error, against what a well-conditioned closed form is charged
-        from cvxdp.extension.certificates import support_rounding
+        from cvxdp.geometry.certified import support_rounding
 
         plain = float(E.support(v[None])[0]) - float(lin)
         error = abs(plain * plain - float(quad)) / (2.0 * max(plain, 1e-300))

@@ -16,8 +16,10 @@ from hypothesis import strategies as st
 import cvxdp
 from cvxdp.datasets import student_t_lad
 from cvxdp.error import ParameterError, PrivacyBudgetError
-from cvxdp.ledger import PrivacyLedger, budget_remainder, equal_share, float_down, float_up
-from cvxdp.localization import PaperProfile, TightProfile, allocation
+from cvxdp.numerics import float_down, float_up
+from cvxdp.plan.profiles import PaperProfile, TightProfile
+from cvxdp.plan.schedule import allocation
+from cvxdp.privacy.ledger import PrivacyLedger, budget_remainder, equal_share
 
 
 def test_sequential_and_parallel_composition():

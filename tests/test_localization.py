@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import cvxpy as cp
 import numpy as np
@@ -14,20 +15,12 @@ from hypothesis import strategies as st
 import cvxdp
 from cvxdp.erm import RegularizedERM
 from cvxdp.error import CertificationError, PrivacyBudgetError
-from cvxdp.ledger import PrivacyLedger
-from cvxdp.localization import (
-    PaperProfile,
-    TightProfile,
-    allocation,
-    choose_schedule,
-    empirical_bias_bound,
-    extension_bias_mean,
-    localized_output_perturbation,
-    majority_vote,
-    phase_schedule,
-    round_count,
-)
-from cvxdp.localization.profiles import extension_bias_second_moment
+from cvxdp.plan.profiles import PaperProfile, TightProfile
+from cvxdp.plan.schedule import allocation, choose_schedule, phase_schedule, round_count
+from cvxdp.plan.tail_models import empirical_bias_bound, extension_bias_mean, extension_bias_second_moment
+from cvxdp.privacy.ledger import PrivacyLedger
+from cvxdp.run.population import majority_vote
+from cvxdp.run.release import charge_round, release_round
 
 
 @pytest.mark.parametrize("S", [1, 2, 3, 6])
@@ -144,7 +137,7 @@ def test_fixed_clip_is_used_and_validated():
 
 def test_schedule_search_is_cached_per_clip():
     """Two profiles that differ only in ``clip`` must not share a cached schedule."""
-    from cvxdp.localization.population import _search_schedule
+    from cvxdp.plan.schedule import _search_schedule
 
     args = (10_000, 10, 1.0, 4.0, 5.0, 5.0, 4.0)
     for clip in (None, 0.5, 40.0):
@@ -161,7 +154,7 @@ def test_schedule_search_accepts_a_profile_subclass_without_clip():
         def __init__(self, accuracy_share: float = 0.02) -> None:
             super().__init__(accuracy_share)
 
-    from cvxdp.localization.population import _search_schedule
+    from cvxdp.plan.schedule import _search_schedule
 
     args = (10_000, 10, 1.0, 4.0, 5.0, 5.0, 4.0)
     chosen = choose_schedule(*args, Conservative())
@@ -184,14 +177,29 @@ def _small_erm(rng):
 
 
 def test_overspending_release_is_refused_before_noise(rng):
-    problem, plan = _small_erm(rng)
+    _, plan = _small_erm(rng)
     ledger = PrivacyLedger(50, 1.0)
     ledger.charge(0.9, np.arange(50), mechanism="earlier", batch="all")
     src = CountingSource(0)
     with pytest.raises(PrivacyBudgetError):
-        localized_output_perturbation(problem, epsilon=0.5, beta=0.1, radius=2.0, plan=plan,
-                                      ledger=ledger, batch="all", batch_indices=np.arange(50), source=src)
+        charge_round(ledger, plan, np.arange(50), batch="all")
     assert src.draws == 0 and len(ledger.entries) == 1
+
+
+def test_a_release_without_its_charge_is_refused_before_noise(rng):
+    """``release_round`` needs the ledger entry of its round, and the entry must cover the mechanism."""
+    problem, plan = _small_erm(rng)
+    ledger = PrivacyLedger(50, 1.0)
+    short = ledger.charge(plan.epsilon / 2, np.arange(50), mechanism="too little", batch="all",
+                          sensitivity=plan.sensitivity)
+    src = CountingSource(0)
+    with pytest.raises(PrivacyBudgetError, match="does not cover"):
+        release_round(problem, plan, charge=short, source=src)
+    assert src.draws == 0
+    half = replace(plan, epsilon=plan.epsilon / 2, noise_scale=2 * plan.noise_scale)
+    entry = charge_round(ledger, half, np.arange(50), batch="all")
+    w, cert = release_round(problem, half, charge=entry, source=src)
+    assert src.draws > 0 and problem.model.domain.contains(w) and cert.gap <= plan.alpha
 
 
 def test_uncertified_point_is_never_released(rng, monkeypatch):
@@ -200,10 +208,10 @@ def test_uncertified_point_is_never_released(rng, monkeypatch):
     def fail(*args, **kwargs):
         raise CertificationError("injected: no certificate")
 
-    monkeypatch.setattr("cvxdp.localization.output_perturbation.solve_certified", fail)
+    monkeypatch.setattr("cvxdp.run.release.solve_certified", fail)
     ledger = PrivacyLedger(50, 1.0)
     src = CountingSource(0)
+    entry = charge_round(ledger, plan, np.arange(50), batch="all")
     with pytest.raises(CertificationError):
-        localized_output_perturbation(problem, epsilon=1.0, beta=0.1, radius=2.0, plan=plan,
-                                      ledger=ledger, batch="all", batch_indices=np.arange(50), source=src)
+        release_round(problem, plan, charge=entry, source=src)
     assert src.draws == 0

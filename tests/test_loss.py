@@ -67,7 +67,7 @@ def test_affine_data_survive_labels_far_larger_than_features():
     bits, for ordinary and extreme examples alike, and the per-example Lipschitz
     constant must be ``||x_i||``, not 0.
     """
-    from cvxdp.moments import lipschitz_constants
+    from cvxdp.privacy.tail import lipschitz_constants
 
     w = cp.Variable(2)
     model = cvxdp.Model(cvxdp.losses.absolute(w), [cp.norm(w, 2) <= 1.0])

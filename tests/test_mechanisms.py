@@ -11,8 +11,8 @@ import pytest
 from scipy import stats
 
 from cvxdp.error import ParameterError, PrivacyLeakWarning
-from cvxdp.mechanisms import L2LaplaceMechanism
-from cvxdp.random import NoiseSource, SecureRandom, SeededRandom, noise_source
+from cvxdp.privacy.mechanisms import L2LaplaceMechanism
+from cvxdp.privacy.random import NoiseSource, SecureRandom, SeededRandom, noise_source
 
 
 def _radii(source: NoiseSource, d: int, s: float, n: int) -> np.ndarray:
@@ -117,7 +117,7 @@ def test_snapping_removes_the_low_order_bit_channel():
     grid differ; snapped outputs are exact multiples of Λ (a power of two ≥ s)
     whatever the center, and move by at most Λ/2 per coordinate.
     """
-    from cvxdp.mechanisms import snap_granularity
+    from cvxdp.privacy.mechanisms import snap_granularity
 
     mech = L2LaplaceMechanism(sensitivity=0.3, epsilon=1.0, dim=3)
     lam = mech.snap_granularity
@@ -405,3 +405,31 @@ def test_randbelow_and_discrete_laplace_reject_bad_arguments(bad):
             SeededRandom(0).discrete_laplace(scale, 3)
     with pytest.raises(ParameterError):
         SeededRandom(0).bernoulli_exp(Fraction(-1, 2))
+
+
+def test_both_mechanisms_implement_the_protocol():
+    from cvxdp.privacy.mechanisms import DiscreteLaplaceCounts, Mechanism
+
+    l2 = L2LaplaceMechanism(0.5, 1.0, 3)
+    counts = DiscreteLaplaceCounts(2.0, 0.5, 7)
+    assert isinstance(l2, Mechanism) and isinstance(counts, Mechanism)
+    assert l2.snap_radius == math.sqrt(3) * l2.snap_granularity / 2 and counts.snap_radius == 0.0
+    assert counts.scale == Fraction(4)  # Δ/ε exactly
+    assert counts.radius_quantile(0.01) >= 4.0 * math.log(100.0)
+
+
+def test_count_release_is_the_exact_discrete_laplace_draw():
+    from cvxdp.privacy.mechanisms import DiscreteLaplaceCounts
+
+    c = np.array([3, 0, 11, 5])
+    out = DiscreteLaplaceCounts(2.0, 0.3, 4).release(c, SeededRandom(2))
+    z = SeededRandom(2).discrete_laplace(Fraction(2) / Fraction(0.3), 4)
+    assert out.tolist() == (c + z).astype(float).tolist()
+    with pytest.raises(ParameterError):
+        DiscreteLaplaceCounts(2.0, 0.3, 4).release(np.array([0.5, 1, 2, 3]), SeededRandom(2))
+
+
+def test_a_noise_scale_below_sensitivity_over_epsilon_is_refused():
+    assert L2LaplaceMechanism(1.0, 0.5, 2, scale=4.0).scale == 4.0  # a larger public scale is fine
+    with pytest.raises(ParameterError, match="below sensitivity"):
+        L2LaplaceMechanism(1.0, 0.5, 2, scale=1.0)

@@ -45,7 +45,7 @@ import cvxdp
 from cvxdp.extension.oracle import ExtensionSettings, LipschitzExtension
 from cvxdp.geometry import Lens, localize
 from cvxdp.links import PiecewiseLinearLink
-from cvxdp.moments import lipschitz_constants
+from cvxdp.privacy.tail import lipschitz_constants
 from cvxdp.structure import GenericStructure, PiecewiseLinearStructure
 
 D, M_EX, J = 3, 24, 9  # dimension, examples, the replaced example (rows after it check positions)

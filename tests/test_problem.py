@@ -82,7 +82,7 @@ def test_public_clip_is_used_in_every_round_and_keeps_scales_public(algorithm):
     The outlier changes the histogram's counts, so only the noise scales' *dependence on C*
     is compared: each step's sensitivity is ``2C/(λm) + 2 sqrt(2α/λ)`` with the fixed C.
     """
-    from cvxdp.localization.profiles import TightProfile
+    from cvxdp.plan.profiles import TightProfile
 
     task, model = _lad(n=1500)
     X2 = task.X_train.copy()

@@ -1,4 +1,4 @@
-"""Baselines a user would otherwise pick (DESIGN §6), all pure ε-DP with public tuning.
+"""Baselines a user would otherwise pick, all pure ε-DP with public tuning (see the paper's Section 1.1).
 
 * :func:`clipped_output_perturbation` — one-shot output perturbation at one clipping level;
 * :func:`noisy_clipped_gd` — noisy clipped gradient descent, basic composition;
@@ -20,26 +20,37 @@ from cvxdp.baselines.output_perturbation import (
     BaselineResult,
     clipped_minimizer,
     clipped_output_perturbation,
+    clipped_plan,
+    clipped_problem,
 )
-from cvxdp.localization.output_perturbation import release_point
-from cvxdp.mechanisms import L2LaplaceMechanism
+from cvxdp.erm.solver import solve_certified
+from cvxdp.privacy.ledger import PrivacyLedger
+from cvxdp.run.release import charge_round, release_round
 
 
 def audit_mechanisms(model, *, epsilon: float, lam: float, C: float = 2.0, steps: int = 10) -> dict:
     """The baselines as ``mechanism(data, source) -> w`` callables for :func:`cvxdp.audit.audit`.
 
-    The clipped output perturbation's certified minimizer is deterministic in the
-    data and is computed once per data set; noisy GD reruns in full.
+    The clipped output perturbation releases through :func:`~cvxdp.run.release.release_round` with
+    its certified minimizer (deterministic in the data) computed once per data set; noisy GD
+    reruns in full.
     """
-    cache: dict[int, tuple[np.ndarray, L2LaplaceMechanism]] = {}
+    cache: dict[int, tuple] = {}
 
     def op(data, source):
         key = id(data)
         if key not in cache:
-            w_tilde, sens, _ = clipped_minimizer(model, model.bind(data), C=C, lam=lam)
-            cache[key] = (w_tilde, L2LaplaceMechanism(sens, epsilon, model.dim))
-        w_tilde, mech = cache[key]
-        return release_point(w_tilde, mech, model.domain, source)
+            ex = model.bind(data)
+            problem = clipped_problem(model, ex, C=C, lam=lam)
+            plan = clipped_plan(model, ex.m, epsilon=epsilon, C=C, lam=lam)
+            cache[key] = (problem, plan, solve_certified(problem, plan.alpha))
+        problem, plan, solved = cache[key]
+        ledger = PrivacyLedger(problem.m, epsilon)
+        entry = charge_round(ledger, plan, np.arange(problem.m), batch="all",
+                             mechanism="clipped output perturbation")
+        w, _ = release_round(problem, plan, charge=entry, source=source,
+                             minimizer=lambda *_: (np.array(solved[0], copy=True), solved[1]))
+        return w
 
     def gd(data, source):
         return noisy_clipped_gd(model, data, epsilon=epsilon, C=C, steps=steps, random_state=source).w

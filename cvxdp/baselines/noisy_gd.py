@@ -29,10 +29,10 @@ import numpy as np
 from cvxdp._validation import positive_finite, positive_int, privacy_epsilon
 from cvxdp.baselines.output_perturbation import BaselineResult
 from cvxdp.erm.adaptive_subgradient import loss_subgradients
-from cvxdp.ledger import PrivacyLedger, equal_share
-from cvxdp.mechanisms import L2LaplaceMechanism
 from cvxdp.model import Model
-from cvxdp.random import noise_source
+from cvxdp.privacy.ledger import PrivacyLedger, equal_share
+from cvxdp.privacy.mechanisms import L2LaplaceMechanism
+from cvxdp.privacy.random import noise_source
 
 
 def clip_rows(grads: np.ndarray, C: float) -> np.ndarray:

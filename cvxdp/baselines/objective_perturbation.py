@@ -33,11 +33,11 @@ from scipy.special import expit
 from cvxdp._validation import positive_finite, privacy_epsilon
 from cvxdp.baselines.output_perturbation import BaselineResult
 from cvxdp.error import CertificationError, UncertifiableLossError
-from cvxdp.ledger import PrivacyLedger
 from cvxdp.links import HuberLink, LogisticLink
-from cvxdp.mechanisms import L2LaplaceMechanism
 from cvxdp.model import Model
-from cvxdp.random import noise_source
+from cvxdp.privacy.ledger import PrivacyLedger
+from cvxdp.privacy.mechanisms import L2LaplaceMechanism
+from cvxdp.privacy.random import noise_source
 
 
 def objective_perturbation(model: Model, data: Mapping, *, epsilon: float, feature_bound: float,

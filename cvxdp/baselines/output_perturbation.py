@@ -20,12 +20,11 @@ import numpy as np
 from cvxdp._validation import positive_finite, privacy_epsilon
 from cvxdp.erm import ERMSettings, RegularizedERM, solve_certified
 from cvxdp.geometry import Ball
-from cvxdp.ledger import PrivacyLedger
-from cvxdp.localization.output_perturbation import release_point
-from cvxdp.localization.profiles import certifiable_accuracy
-from cvxdp.mechanisms import L2LaplaceMechanism
 from cvxdp.model import Model
-from cvxdp.random import noise_source
+from cvxdp.plan.profiles import RoundPlan, certifiable_accuracy
+from cvxdp.privacy.ledger import PrivacyLedger
+from cvxdp.privacy.random import noise_source
+from cvxdp.run.release import charge_round, release_round
 
 
 @dataclass
@@ -56,38 +55,56 @@ def clipped_output_perturbation(model: Model, data: Mapping, *, epsilon: float, 
     Privacy: each example enters through a C-Lipschitz term weighted ``1/n`` of a
     λ-strongly convex objective over ``W``, so the (α-accurate) minimizers of
     neighbouring data sets are within ``Δ``; the ℓ2-Laplace release with scale
-    ``Δ/ε`` is ε-DP.  ``C``, ``λ``, ``n``, ``α`` are public.
+    ``Δ/ε`` is ε-DP.  ``C``, ``λ``, ``n``, ``α`` are public.  The release goes through
+    :func:`~cvxdp.run.release.release_round`, cvxdp's own release path.
     """
     eps = privacy_epsilon(epsilon)
     examples = model.bind(data)
     source = noise_source(random_state)
-    w_tilde, sensitivity, alpha = clipped_minimizer(model, examples, C=C, lam=lam,
-                                                    accuracy_share=accuracy_share, erm=erm)
-    n, d, W = examples.m, model.dim, model.domain
-    mech = L2LaplaceMechanism(sensitivity, eps, d)
-    ledger = PrivacyLedger(n, eps)
-    ledger.charge(eps, np.arange(n), mechanism="clipped output perturbation", batch="all",
-                  sensitivity=sensitivity, noise_scale=mech.scale, note=f"C={C:.3g}, λ={lam:.3g}")
-    w = release_point(w_tilde, mech, W, source)
+    problem = clipped_problem(model, examples, C=C, lam=lam)
+    plan = clipped_plan(model, examples.m, epsilon=eps, C=C, lam=lam, accuracy_share=accuracy_share)
+    ledger = PrivacyLedger(examples.m, eps)
+    entry = charge_round(ledger, plan, np.arange(examples.m), batch="all",
+                         mechanism="clipped output perturbation", note=f"C={plan.C:.3g}, λ={lam:.3g}")
+    w, _ = release_round(problem, plan, charge=entry, source=source, erm=erm)
     return BaselineResult(name="clipped output perturbation", w=w, ledger=ledger,
-                          params={"C": C, "lam": lam, "alpha": alpha, "noise_scale": mech.scale})
+                          params={"C": plan.C, "lam": lam, "alpha": plan.alpha,
+                                  "noise_scale": plan.noise_scale})
+
+
+def clipped_plan(model: Model, n: int, *, epsilon: float, C: float, lam: float,
+                 accuracy_share: float = 0.05) -> RoundPlan:
+    """The public constants of the one release: ``α``, ``Δ = 2C/(λn) + 2 sqrt(2α/λ)``, ``s = Δ/ε``."""
+    C = positive_finite("C", C)
+    lam = positive_finite("lam", lam)
+    W = model.domain
+    alpha = max(accuracy_share**2 * C * C / (2.0 * lam * n * n), certifiable_accuracy(C, lam, W.diameter))
+    sensitivity = 2.0 * C / (lam * n) + 2.0 * float(np.sqrt(2.0 * alpha / lam))
+    nan = float("nan")
+    return RoundPlan(C=C, alpha=alpha, sensitivity=sensitivity, noise_scale=sensitivity / epsilon,
+                     radius_plus=nan, bias_radius=nan, noise_radius=nan, accuracy_radius=nan,
+                     epsilon=epsilon, lam=lam, m=n, dim=model.dim, radius=W.diameter)
+
+
+def clipped_problem(model: Model, examples, *, C: float, lam: float) -> RegularizedERM:
+    """The C-extended regularized ERM over ``W``, the extension taken on a ball 100 times ``W``'s.
+
+    On that ball the extension is that of ``R^d`` where it matters; ``w₀`` is ``W``'s interior point.
+    """
+    W = model.domain
+    c, r = W.bounding_ball()
+    U = Ball(c, 100.0 * (r + float(np.linalg.norm(c))) + 1.0)
+    w0 = W.make_feasible(W.interior_point())
+    return RegularizedERM(model, examples, U, positive_finite("C", C), positive_finite("lam", lam), w0,
+                          w_domain=W)
 
 
 def clipped_minimizer(model: Model, examples, *, C: float, lam: float, accuracy_share: float = 0.05,
                       erm: ERMSettings | None = None) -> tuple[np.ndarray, float, float]:
     """The certified minimizer of the clipped regularized ERM, its sensitivity ``Δ`` and ``α``.
 
-    Deterministic in the data: callers that release it many times (audits) may reuse it.
+    Deterministic in the data (a utility reference for the data sets' bias curves).
     """
-    C = positive_finite("C", C)
-    lam = positive_finite("lam", lam)
-    n, W = examples.m, model.domain
-    c, r = W.bounding_ball()
-    # the extension's set: a ball 100 times W's, so the extension is that of R^d where it matters
-    U = Ball(c, 100.0 * (r + float(np.linalg.norm(c))) + 1.0)
-    w0 = W.make_feasible(W.interior_point())
-    alpha = max(accuracy_share**2 * C * C / (2.0 * lam * n * n), certifiable_accuracy(C, lam, W.diameter))
-    problem = RegularizedERM(model, examples, U, C, lam, w0, w_domain=W)
-    w_tilde, _ = solve_certified(problem, alpha, erm)
-    sensitivity = 2.0 * C / (lam * n) + 2.0 * float(np.sqrt(2.0 * alpha / lam))
-    return w_tilde, sensitivity, alpha
+    plan = clipped_plan(model, examples.m, epsilon=1.0, C=C, lam=lam, accuracy_share=accuracy_share)
+    w_tilde, _ = solve_certified(clipped_problem(model, examples, C=C, lam=lam), plan.alpha, erm)
+    return w_tilde, plan.sensitivity, plan.alpha

@@ -32,15 +32,11 @@ from cvxdp.conic.program import ConicSettings, ProgramBuilder, solve
 from cvxdp.erm.problem import Cut, RegularizedERM, average_cut
 from cvxdp.error import SolverError
 from cvxdp.extension.blocks import EpigraphBlock, structured_block
-from cvxdp.extension.certificates import (
-    EPS,
-    argument_rounding,
-    project_simplex_rows,
-    rounding_margin,
-    support_upper,
-)
+from cvxdp.extension.certificates import project_simplex_rows
 from cvxdp.extension.conic_path import ConicBatch, generic_bracket, structured_bracket
 from cvxdp.extension.exact import round_down
+from cvxdp.geometry.certified import support_upper
+from cvxdp.numerics import EPS, argument_rounding, rounding_margin
 from cvxdp.structure import GenericStructure, PiecewiseLinearStructure
 
 GROUP_SIZE = 100

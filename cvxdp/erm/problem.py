@@ -30,11 +30,11 @@ from cvxdp._validation import finite_array, positive_finite
 from cvxdp.error import DataError
 from cvxdp.extension import LipschitzExtension
 from cvxdp.extension.affine_reduction import AffineReduction, affine_reduction
-from cvxdp.extension.certificates import EPS, rounding_margin
 from cvxdp.extension.record_scaling import RecordScaling, scale_steep_records
 from cvxdp.geometry import Ball, Box, Domain, Ellipsoid, Intersection, Lens, LocalizedDomain, Simplex
 from cvxdp.loss import Examples
 from cvxdp.model import Model
+from cvxdp.numerics import EPS, rounding_margin
 
 
 @dataclass

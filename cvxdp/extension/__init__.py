@@ -1,4 +1,4 @@
-"""The certified Lipschitz-extension oracle ``f_{C,U}`` (DESIGN §2)."""
+"""The certified Lipschitz-extension oracle ``f_{C,U}`` (the paper's Section 2.2 and Appendix E.3)."""
 
 from cvxdp.extension.oracle import (
     METHODS,

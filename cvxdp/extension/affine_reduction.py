@@ -42,10 +42,11 @@ from fractions import Fraction
 
 import numpy as np
 
-from cvxdp.extension.certificates import EPS, per_row_support_upper, support_rounding
 from cvxdp.geometry import Domain
+from cvxdp.geometry.certified import per_row_support_upper, support_rounding
 from cvxdp.links import HuberLink
 from cvxdp.loss import Examples, GLMRepresentation
+from cvxdp.numerics import EPS
 from cvxdp.structure import PiecewiseLinearStructure, SmoothGLMStructure
 
 #: An example is substituted only if its level exceeds its variation on ``U`` by this factor.

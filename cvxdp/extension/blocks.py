@@ -75,10 +75,6 @@ class EpigraphBlock:
         return int(self.b.shape[1])
 
     @property
-    def n_local(self) -> int:
-        return self.d + 1 + self.n_aux
-
-    @property
     def tau(self) -> int:
         return self.d
 

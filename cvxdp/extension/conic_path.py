@@ -35,21 +35,17 @@ from cvxdp.conic.cones import Cone, in_dual, project_dual
 from cvxdp.conic.program import ConicSettings, ProgramBuilder, solve
 from cvxdp.extension.blocks import EpigraphBlock
 from cvxdp.extension.certificates import (
-    EPS,
-    argument_rounding,
     certified_inner_points,
     clip_to_ball,
-    has_exact_support,
     project_simplex_rows,
-    rounding_margin,
-    support_rounding,
-    support_upper,
     upper_margin,
 )
 from cvxdp.extension.reduced import BracketResult, _golden_max
 from cvxdp.geometry import Ball, Domain, LocalizedDomain
+from cvxdp.geometry.certified import has_exact_support, support_rounding, support_upper
 from cvxdp.links import Link
 from cvxdp.loss import Examples
+from cvxdp.numerics import EPS, argument_rounding, rounding_margin
 
 
 @dataclass

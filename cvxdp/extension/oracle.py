@@ -1,4 +1,4 @@
-"""The certified Lipschitz-extension oracle (DESIGN §2–3, the paper's Appendix E.3 and Lemma 2.7).
+"""The certified Lipschitz-extension oracle (the paper's Appendix E.3 and Lemma 2.7).
 
     f_{C,U}(w, z) = min_{y ∈ U} f(y, z) + C ||w − y||,        U = W ∩ B(c, r)
 

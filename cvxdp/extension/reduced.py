@@ -34,16 +34,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cvxdp.extension.certificates import (
-    argument_rounding,
-    certified_inner_points,
-    clip_to_ball,
-    rounding_margin,
-    support_rounding,
-    upper_margin,
-)
+from cvxdp.extension.certificates import certified_inner_points, clip_to_ball, upper_margin
 from cvxdp.geometry import Ball, Lens
+from cvxdp.geometry.certified import support_rounding
 from cvxdp.links import Link
+from cvxdp.numerics import argument_rounding, rounding_margin
 
 _GOLDEN = (np.sqrt(5.0) - 1.0) / 2.0
 EPS = float(np.finfo(float).eps)

@@ -1,4 +1,4 @@
-"""Domains ``W`` and localized sets ``U = W ∩ B(c, r)`` (DESIGN §3)."""
+"""Domains ``W`` and localized sets ``U = W ∩ B(c, r)`` (the paper's Section 2.3: localization)."""
 
 from cvxdp.geometry.ball import Ball
 from cvxdp.geometry.box import Box

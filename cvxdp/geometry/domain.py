@@ -4,7 +4,7 @@ Everything the algorithms need from ``W`` goes through this interface:
 
 * ``project`` — the Euclidean projection ``Π_W`` (closed form where one exists);
 * ``support`` — the support function ``σ_W(v) = max_{y∈W} <v, y>``, which the
-  extension's dual (DESIGN §2, the paper's Appendix E.3) evaluates;
+  extension's dual (:mod:`cvxdp.extension.certificates`, the paper's Appendix E.3) evaluates;
 * ``contains`` and ``make_feasible`` — exact floating-point membership, so a
   point used for a certified *upper* bound is really in the set;
 * ``diameter`` — an upper bound on the ℓ2 diameter ``D`` (exact where cheap);

@@ -6,7 +6,7 @@ import cvxpy as cp
 import numpy as np
 
 import cvxdp
-from cvxdp.localization.profiles import TightProfile
+from cvxdp.plan.profiles import TightProfile
 
 
 def _lad(n: int, d: int, seed: int):

@@ -16,14 +16,21 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import gammaincinv
 
+from cvxdp.error import ParameterError
+from cvxdp.plan.schedule import allocation, plan_rounds
+from cvxdp.plan.tail_models import MomentTail, TailModel
+from cvxdp.privacy.mechanisms import L2LaplaceMechanism, snap_granularity
+
 
 @dataclass(frozen=True)
 class RoundPlan:
-    """The public constants of one Algorithm 2 call.
+    """The public constants of one Algorithm 2 call (one release of the ℓ2-Laplace mechanism).
 
-    ``radius_plus`` = accuracy + bias + noise-quantile radii + the snapping
-    error ``√d Λ/2`` of the floating-point defence
-    (:meth:`~cvxdp.mechanisms.L2LaplaceMechanism.release`).
+    ``radius`` is the public bound ``R_j`` on the diameter of the round's set ``U_j``;
+    ``radius_plus`` = accuracy + bias + noise-quantile radii + the snapping error ``√d Λ/2``
+    of the floating-point defence (:meth:`~cvxdp.privacy.mechanisms.L2LaplaceMechanism.release`),
+    the radius of the next round's ball.  ``epsilon`` is what the ledger charges; the mechanism
+    adds noise of scale ``noise_scale ≥ sensitivity/epsilon``.
     """
 
     C: float
@@ -35,90 +42,29 @@ class RoundPlan:
     noise_radius: float
     accuracy_radius: float
     snap_radius: float = 0.0
+    epsilon: float = float("nan")
+    beta: float = float("nan")
+    radius: float = float("nan")
+    lam: float = float("nan")
+    m: int = 0
+    dim: int = 0
+    round: int = 0
+
+    def mechanism(self) -> L2LaplaceMechanism:
+        """The release's mechanism: ℓ2-Laplace with this plan's sensitivity, ``ε`` and noise scale."""
+        return L2LaplaceMechanism(self.sensitivity, self.epsilon, self.dim, scale=self.noise_scale)
 
 
 def snap_radius(d: int, scale: float) -> float:
     """``√d Λ/2``: how far snapping to the grid ``Λ Z^d`` can move the released point."""
-    from cvxdp.mechanisms import snap_granularity
-
     return math.sqrt(d) * snap_granularity(scale) / 2.0
 
 
-def extension_bias_mean(C: float | np.ndarray, k: float, G_k: float) -> float | np.ndarray:
-    """``sup E(A − C)₊`` over all distributions with ``E A^k ≤ G_k^k`` (``A ≥ 0``).
-
-    The extremal law has two atoms, 0 and ``a`` with probability ``min(1, G^k/a^k)``;
-    maximizing ``min(1, G^k/a^k)(a − C)`` over ``a`` gives ``a* = kC/(k−1)`` and
-    the value ``G^k (k−1)^{k−1} / (k^k C^{k−1})`` when ``a* ≥ G`` (else
-    ``G − C``).  This is ``(1 − 1/k)^k`` times the paper's Markov-integral bound
-    ``G^k / ((k−1) C^{k−1})`` — sharper by ``≈ e`` for large ``k``, and exact.
-    Vectorized over ``C``.
-    """
-    Ca = np.asarray(C, dtype=float)
-    a = k * Ca / (k - 1.0)
-    with np.errstate(divide="ignore"):
-        tail = np.exp(k * math.log(G_k) + (k - 1.0) * math.log(k - 1.0) - k * math.log(k)
-                      - (k - 1.0) * np.log(Ca))
-    out = np.where(a <= G_k, np.maximum(G_k - Ca, 0.0), tail)
-    return float(out) if np.ndim(C) == 0 else out
-
-
-def extension_bias_second_moment(C: float | np.ndarray, k: float, G_k: float) -> float | np.ndarray:
-    """``sup E(A − C)₊²`` under ``E A^k ≤ G_k^k`` (infinite for ``k ≤ 2``).
-
-    Same two-atom argument with ``a** = kC/(k−2)``:
-    ``4 G^k (k−2)^{k−2} / (k^k C^{k−2})`` when ``a** ≥ G`` (else ``(G − C)²``).
-    """
-    Ca = np.asarray(C, dtype=float)
-    if k <= 2.0:
-        out = np.full(Ca.shape, math.inf)
-    else:
-        a = k * Ca / (k - 2.0)
-        with np.errstate(divide="ignore"):
-            tail = 4.0 * np.exp(k * math.log(G_k) + (k - 2.0) * math.log(k - 2.0) - k * math.log(k)
-                                - (k - 2.0) * np.log(Ca))
-        out = np.where(a <= G_k, np.maximum(G_k - Ca, 0.0) ** 2, tail)
-    return float(out) if np.ndim(C) == 0 else out
-
-
-def empirical_bias_bound(C: float | np.ndarray, k: float, G_k: float, m: int,
-                         beta: float) -> float | np.ndarray:
-    """A bound ``T`` with ``P((1/m) Σ (A_i − C)₊ > T) ≤ β`` for i.i.d. ``A_i`` with ``E A^k ≤ G_k^k``.
-
-    The smaller of Markov (``μ/β``) and Cantelli
-    (``μ + σ sqrt((1−β)/(β m))``), ``μ`` and ``σ²`` the sharp moment bounds
-    above.  Both are deterministic functions of public inputs, so the smaller
-    one is a valid level-``β`` bound.  Affects utility (the radius) only.
-    """
-    mu = np.asarray(extension_bias_mean(C, k, G_k))
-    var = np.asarray(extension_bias_second_moment(C, k, G_k))
-    markov = mu / beta
-    with np.errstate(invalid="ignore"):
-        cantelli = np.where(np.isfinite(var), mu + np.sqrt(var * (1.0 - beta) / (beta * m)), np.inf)
-    out = np.minimum(markov, cantelli)
-    return float(out) if np.ndim(C) == 0 else out
-
-
-class MomentTail:
-    """The worst-case tail model: only ``E A^k ≤ G_k^k`` is known (public)."""
-
-    def __init__(self, k: float, G_k: float) -> None:
-        self.k, self.G_k = float(k), float(G_k)
-
-    def bias_bound(self, C: np.ndarray, m: int, beta: float) -> np.ndarray:
-        return np.asarray(empirical_bias_bound(C, self.k, self.G_k, m, beta))
-
-    def scale(self) -> float:
-        return self.G_k
-
-
-def gamma_quantile(d: int, scale: float, beta: float) -> float:
-    """``r`` with ``P(Gamma(d, scale) > r) = β`` (exact ℓ2-Laplace radius quantile)."""
-    return float(scale * gammaincinv(d, 1.0 - beta))
-
-
-def _c_grid(G_k: float) -> np.ndarray:
-    return G_k * np.logspace(-3, 3, 241)
+def snap_radii(d: int, scales: np.ndarray) -> np.ndarray:
+    """:func:`snap_radius` for an array of scales (``Λ`` the smallest power of two ``≥`` each)."""
+    mant, expo = np.frexp(np.asarray(scales, float))
+    grain = np.ldexp(0.5, expo) * np.where(mant > 0.5, 2.0, 1.0)
+    return math.sqrt(d) * grain / 2.0
 
 
 def certifiable_accuracy(C: float, lam: float, R: float) -> float:
@@ -133,10 +79,27 @@ def certifiable_accuracy(C: float, lam: float, R: float) -> float:
     return 1e-10 * (1.0 + C * R + lam * R * R)
 
 
+def _c_grid(G_k: float) -> np.ndarray:
+    return G_k * np.logspace(-3, 3, 241)
+
+
 class Profile:
-    """Base class: how Algorithms 1–3 turn public inputs into ``ε_j``, ``C``, ``α``, noise and radii."""
+    """Base class: how Algorithms 1–3 turn public inputs into ``ε_j``, ``C``, ``α``, noise and radii.
+
+    A profile is a value: two profiles of the same class with the same parameters are equal and
+    hash alike (so a :class:`~cvxdp.plan.inputs.PublicInputs` holding one is hashable).
+    """
 
     name = "base"
+
+    def _key(self) -> tuple:
+        return ()
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other._key() == self._key()
+
+    def __hash__(self) -> int:
+        return hash((type(self), self._key()))
 
     def round_epsilons(self, epsilon: float, thetas: np.ndarray) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
@@ -148,10 +111,14 @@ class Profile:
     def boosting_groups(self, phases: int, delta: float) -> int:
         return 1
 
+    def with_tail(self, tail: TailModel | None) -> Profile:
+        """The same profile reading ``tail`` (a released tail model); profiles without one ignore it."""
+        return self
+
     def rounds(self, *, d: int, m: int, epsilon: float, lam: float, k: float, G_k: float, D: float,
                beta: float, max_rounds: int) -> int:
         """The paper's ``S = ⌈log_{k+1} log(e D / R_⋆)⌉`` (public)."""
-        from cvxdp.localization.recursive import round_count
+        from cvxdp.plan.schedule import round_count
 
         return round_count(d, m, epsilon, lam, k, G_k, D, max_rounds)
 
@@ -181,7 +148,7 @@ class TightProfile(Profile):
 
     name = "tight"
 
-    def __init__(self, accuracy_share: float = 0.05, tail: object | None = None,
+    def __init__(self, accuracy_share: float = 0.05, tail: TailModel | None = None,
                  clip: float | None = None) -> None:
         if not 0 < accuracy_share < 1:
             raise ValueError("accuracy_share must lie in (0, 1)")
@@ -190,6 +157,12 @@ class TightProfile(Profile):
         self.kappa = float(accuracy_share)
         self.tail = tail
         self.clip = None if clip is None else float(clip)
+
+    def _key(self) -> tuple:
+        return (self.kappa, self.clip, id(self.tail) if self.tail is not None else None)
+
+    def with_tail(self, tail: TailModel | None) -> TightProfile:
+        return TightProfile(self.kappa, tail=tail, clip=self.clip)
 
     def round_epsilons(self, epsilon: float, thetas: np.ndarray) -> np.ndarray:
         """``ε_j = ε θ_j``: the whole budget, split geometrically (``Σ θ_j = 1``)."""
@@ -213,27 +186,41 @@ class TightProfile(Profile):
         (:func:`empirical_bias_bound`) and strong convexity of both objectives
         at their minimizers gives ``||ŵ_{C,U} − ŵ|| ≤ sqrt(B/λ)``.
         """
+        out = self.plan_arrays(R=np.array([R], float), lam=np.array([lam], float), m=np.array([m], float),
+                               d=d, eps=np.array([eps], float), beta=np.array([beta], float), k=k, G_k=G_k,
+                               C=None if C is None else np.array([C], float))
+        return RoundPlan(**{key: float(value[0]) for key, value in out.items()}, epsilon=eps, beta=beta,
+                         radius=R, lam=lam, m=m, dim=d)
+
+    def plan_arrays(self, *, R: np.ndarray, lam: np.ndarray, m: np.ndarray, d: int, eps: np.ndarray,
+                    beta: np.ndarray, k: float, G_k: float, C: np.ndarray | None = None) -> dict:
+        """:meth:`plan` for many rounds at once (1-d arrays of equal length; the same floats, elementwise).
+
+        The planner's schedule search evaluates thousands of rounds; this is its vectorized form,
+        and :meth:`plan` calls it with arrays of length one, so both give identical numbers.
+        """
         kappa = self.kappa
-        quant = float(gammaincinv(d, 1.0 - beta))
+        quant = gammaincinv(d, 1.0 - beta)
         tail = self.tail if self.tail is not None else MomentTail(k, G_k)
-        if C is None:
-            C = self.clip
+        if C is None and self.clip is not None:
+            C = np.full(R.shape, self.clip)
         if C is None:
             grid = _c_grid(tail.scale())
-            acc = kappa * grid / (lam * m)
-            s = (1.0 + kappa) * 2.0 * grid / (lam * m * eps)
-            bias = np.sqrt(R * tail.bias_bound(grid, m, beta) / lam)
-            vals = acc + bias + s * (quant + math.sqrt(d))
-            C = float(grid[int(np.argmin(vals))])
-        alpha = max(kappa * kappa * C * C / (2.0 * lam * m * m), certifiable_accuracy(C, lam, R))
-        sens = 2.0 * C / (lam * m) + 2.0 * math.sqrt(2.0 * alpha / lam)
-        acc = math.sqrt(2.0 * alpha / lam)
-        bias = math.sqrt(R * float(tail.bias_bound(np.array([C]), m, beta)[0]) / lam)
+            lm = (lam * m)[:, None]
+            acc = kappa * grid / lm
+            s = (1.0 + kappa) * 2.0 * grid / (lm * eps[:, None])
+            bias = np.sqrt(R[:, None] * tail.bias_bound(grid, m[:, None], beta[:, None]) / lam[:, None])
+            vals = acc + bias + s * (quant[:, None] + math.sqrt(d))
+            C = grid[np.argmin(vals, axis=1)]
+        alpha = np.maximum(kappa * kappa * C * C / (2.0 * lam * m * m), certifiable_accuracy(C, lam, R))
+        sens = 2.0 * C / (lam * m) + 2.0 * np.sqrt(2.0 * alpha / lam)
+        acc = np.sqrt(2.0 * alpha / lam)
+        bias = np.sqrt(R * tail.bias_bound(C, m, beta) / lam)
         noise = sens / eps * quant
-        snap = snap_radius(d, sens / eps)
-        return RoundPlan(C=C, alpha=alpha, sensitivity=sens, noise_scale=sens / eps,
-                         radius_plus=acc + bias + noise + snap, bias_radius=bias, noise_radius=noise,
-                         accuracy_radius=acc, snap_radius=snap)
+        snap = snap_radii(d, sens / eps)
+        return {"C": C, "alpha": alpha, "sensitivity": sens, "noise_scale": sens / eps,
+                "radius_plus": acc + bias + noise + snap, "bias_radius": bias, "noise_radius": noise,
+                "accuracy_radius": acc, "snap_radius": snap}
 
     def rounds(self, *, d: int, m: int, epsilon: float, lam: float, k: float, G_k: float, D: float,
                beta: float, max_rounds: int) -> int:
@@ -244,22 +231,72 @@ class TightProfile(Profile):
         best number of rounds — can be computed before touching the data.
         Privacy does not depend on ``S``: the ``ε_j`` always sum to ``ε``.
         """
-        from cvxdp.localization.recursive import allocation
-
+        if type(self).plan is TightProfile.plan and type(self).plan_arrays is TightProfile.plan_arrays:
+            best_S, _ = self._best_rounds(np.array([m], float), np.array([lam], float), d=d, epsilon=epsilon,
+                                          k=k, G_k=G_k, D=D, beta=beta, max_rounds=max_rounds)
+            return int(best_S[0])
         best, best_S = math.inf, 1
         for S in range(1, max_rounds + 1):
-            thetas = allocation(S, k)
-            eps_j = self.round_epsilons(epsilon, thetas)
-            R = D
-            final = math.inf
-            for j in range(S):
-                plan = self.plan(R=R, lam=lam, m=m, d=d, eps=float(eps_j[j]), beta=float(beta * thetas[j]),
-                                 k=k, G_k=G_k)
-                final = plan.radius_plus
-                R = min(2.0 * final, D)
+            final = plan_rounds(self, S=S, m=m, d=d, epsilon=epsilon, lam=lam, k=k, G_k=G_k, D=D,
+                                beta=beta)[-1].radius_plus
             if final < best * (1.0 - 1e-3):
                 best, best_S = final, S
         return best_S
+
+    def final_radii(self, ms: np.ndarray, lams: np.ndarray, *, d: int, epsilon: float, k: float, G_k: float,
+                    D: float, beta: float, localize: bool = True, max_rounds: int = 8) -> np.ndarray:
+        """``min(R⁺_S, D)`` of Algorithm 3 for every ``(m, λ)``: :meth:`rounds` and the recursion, vectorized.
+
+        Every candidate ``S`` of every pair runs its recursion ``R_{j+1} = min(2R⁺_j, D)`` in one
+        array per round index (:meth:`plan_arrays`, the same floats as :meth:`plan`), and each pair
+        keeps the ``S`` that :meth:`rounds` would choose.  A subclass that changes :meth:`plan` or
+        :meth:`rounds` gets the scalar loop instead.
+        """
+        if type(self).plan is not TightProfile.plan or type(self).rounds is not TightProfile.rounds:
+            return _scalar_final_radii(self, ms, lams, d=d, epsilon=epsilon, k=k, G_k=G_k, D=D, beta=beta,
+                                       localize=localize)
+        _, final = self._best_rounds(ms, lams, d=d, epsilon=epsilon, k=k, G_k=G_k, D=D, beta=beta,
+                                     max_rounds=max_rounds if localize else 1)
+        return np.minimum(final, D)
+
+    def _best_rounds(self, ms: np.ndarray, lams: np.ndarray, *, d: int, epsilon: float, k: float,
+                     G_k: float, D: float, beta: float, max_rounds: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per pair, the ``S ≤ max_rounds`` that :meth:`rounds` chooses and the last ``R⁺`` of its recursion.
+
+        Every candidate ``S`` runs ``R_0 = D``, ``R_{j+1} = min(2R⁺_j, D)`` with the ``ε_j, β_j`` of
+        :func:`~cvxdp.plan.schedule.plan_rounds`, all pairs and all ``S`` in one array per round.
+        """
+        Ss = list(range(1, max_rounds + 1))
+        N = len(ms)
+        row_S = np.repeat(Ss, N)
+        row_i = np.tile(np.arange(N), len(Ss))
+        shares = {S: allocation(S, k) for S in Ss}
+        eps_of = {S: self.round_epsilons(epsilon, shares[S]) for S in Ss}
+        R = np.full(row_S.size, float(D))
+        final = np.empty(row_S.size)
+        for j in range(max_rounds):
+            act = np.flatnonzero(row_S > j)
+            eps_j = np.array([eps_of[S][j] for S in row_S[act]])
+            beta_j = np.array([(beta * shares[S])[j] for S in row_S[act]])
+            plus = self.plan_arrays(R=R[act], lam=lams[row_i[act]], m=ms[row_i[act]], d=d, eps=eps_j,
+                                    beta=beta_j, k=k, G_k=G_k)["radius_plus"]
+            R[act] = np.minimum(2.0 * plus, D)
+            last = row_S[act] == j + 1
+            final[act[last]] = plus[last]
+        best, best_S = np.full(N, math.inf), np.ones(N, dtype=int)
+        for S in Ss:  # the rule of rounds(): a longer recursion must end smaller by 0.1 %
+            f = final[row_S == S]
+            better = f < best * (1.0 - 1e-3)
+            best, best_S = np.where(better, f, best), np.where(better, S, best_S)
+        return best_S, best
+
+
+def _scalar_final_radii(profile: Profile, ms, lams, **public) -> np.ndarray:
+    from cvxdp.plan.schedule import batch_rounds
+
+    D = public["D"]
+    return np.array([min(batch_rounds(profile, m=int(m), lam=float(lam), **public)[-1].radius_plus, D)
+                     for m, lam in zip(ms, lams, strict=True)])
 
 
 class PaperProfile(Profile):
@@ -295,7 +332,7 @@ class PaperProfile(Profile):
         snap = snap_radius(d, s)
         return RoundPlan(C=C, alpha=alpha, sensitivity=sens, noise_scale=s, radius_plus=bias + noise + snap,
                          bias_radius=bias, noise_radius=noise, accuracy_radius=math.sqrt(2 * alpha / lam),
-                         snap_radius=snap)
+                         snap_radius=snap, epsilon=eps, beta=beta, radius=R, lam=lam, m=m, dim=d)
 
     def boosting_groups(self, phases: int, delta: float) -> int:
         """``J = ⌈log(T/δ)⌉`` rounded up to an odd number (majority vote)."""
@@ -307,10 +344,13 @@ PROFILES = {"tight": TightProfile, "paper": PaperProfile}
 
 
 def get_profile(profile: str | Profile) -> Profile:
+    """A profile by name (``"tight"``, ``"paper"``) or the profile object itself."""
     if isinstance(profile, Profile):
         return profile
     if profile not in PROFILES:
-        from cvxdp.error import ParameterError
-
         raise ParameterError(f"profile must be one of {sorted(PROFILES)}, got {profile!r}.")
     return PROFILES[profile]()
+
+
+__all__ = ["PROFILES", "PaperProfile", "Profile", "RoundPlan", "TightProfile", "certifiable_accuracy",
+           "get_profile", "snap_radius"]

@@ -50,6 +50,22 @@ class NoiseSource:
 
     secure: bool = False
 
+    @property
+    def spawns_independent(self) -> bool:
+        """Whether :meth:`spawn` makes independent sources (required to run groups in other processes)."""
+        return False
+
+    def spawn(self, count: int) -> list[NoiseSource]:
+        """``count`` sources for independent groups of a phase.
+
+        The default shares this source (``count`` references to ``self``): valid when the groups run
+        one after another in this process, as with the serial executor, and what a custom source
+        (a test double, an audit's instrumented source) needs to keep seeing every draw.  Sources
+        that can make independent children override it; an executor that runs groups elsewhere
+        refuses shared ones (two copies of one stream would give two groups the same noise).
+        """
+        return [self] * int(count)
+
     def uniform(self, size: int | tuple[int, ...]) -> np.ndarray:  # pragma: no cover - abstract
         """Uniform variates on the open interval (0, 1)."""
         raise NotImplementedError
@@ -213,6 +229,14 @@ class SecureRandom(NoiseSource):
         n = _bound(n)
         return 0 if n == 1 else secrets.randbelow(n)
 
+    @property
+    def spawns_independent(self) -> bool:
+        return True
+
+    def spawn(self, count: int) -> list[NoiseSource]:
+        """Independent CSPRNG sources: the OS generator keeps no state in this object."""
+        return [SecureRandom() for _ in range(int(count))]
+
     def __repr__(self) -> str:
         return "SecureRandom()"
 
@@ -249,6 +273,20 @@ class SeededRandom(NoiseSource):
             value >>= 64 * words - bits
             if value < n:
                 return value
+
+    @property
+    def spawns_independent(self) -> bool:
+        return type(self) is SeededRandom
+
+    def spawn(self, count: int) -> list[NoiseSource]:
+        """Children seeded by 128-bit integers drawn from this source (reproducible for a seed).
+
+        A subclass (an instrumented test source) gets the shared default instead, so it keeps
+        seeing every draw.
+        """
+        if not self.spawns_independent:
+            return super().spawn(count)
+        return [SeededRandom(np.random.default_rng(self.randbelow(2**128))) for _ in range(int(count))]
 
     def __repr__(self) -> str:
         return "SeededRandom(<seeded numpy PCG64>)"

@@ -14,9 +14,9 @@ from scipy.signal import fftconvolve
 import cvxdp
 from cvxdp.datasets import high_leverage_tail, student_t_lad
 from cvxdp.error import UtilityWarning
-from cvxdp.ledger import PrivacyLedger
-from cvxdp.moments import lipschitz_constants, private_tail_profile, sum_laplace_threshold
-from cvxdp.random import SeededRandom
+from cvxdp.privacy.ledger import PrivacyLedger
+from cvxdp.privacy.random import SeededRandom
+from cvxdp.privacy.tail import lipschitz_constants, private_tail_profile, sum_laplace_threshold
 
 pytestmark = pytest.mark.filterwarnings("ignore::cvxdp.error.PrivacyLeakWarning")
 

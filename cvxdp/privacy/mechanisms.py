@@ -1,4 +1,11 @@
-"""The ℓ2-Laplace (K-norm) mechanism used for output perturbation.
+"""The mechanisms that bind data to noise: the ℓ2-Laplace (K-norm) mechanism and integer counts.
+
+Every mechanism implements :class:`Mechanism` — its sensitivity, ``ε``, dimension, the radius of
+its noise at level ``β``, how far its output snapping can move a point, and the release itself —
+so the planner reads a mechanism's constants and the runner calls its ``release``; a new
+mechanism is one class.
+
+**The ℓ2-Laplace mechanism** (:class:`L2LaplaceMechanism`, output perturbation).
 
 Noise ``b ∈ R^d`` with density ``p(b) ∝ exp(−||b||₂ / s)``.
 
@@ -31,43 +38,82 @@ never returns a non-finite point).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 from scipy.special import gammaincinv
 
 from cvxdp._validation import positive_finite, positive_int, privacy_epsilon, probability
 from cvxdp.error import CertificationError, ParameterError
-from cvxdp.random import NoiseSource
+from cvxdp.privacy.random import NoiseSource
+
+
+@runtime_checkable
+class Mechanism(Protocol):
+    """A pure ε-DP release of a ``dim``-vector whose sensitivity is at most ``sensitivity``.
+
+    ``epsilon`` is what the ledger charges for one release.  ``radius_quantile(β)`` bounds the
+    size of the noise with probability ``1 − β`` (in the norm the sensitivity is measured in) and
+    ``snap_radius`` how far the release's output rounding can move a value: the planner's radii
+    read both.  ``release`` is the only method that draws noise.
+    """
+
+    name: str
+    sensitivity: float
+    epsilon: float
+    dim: int
+
+    def radius_quantile(self, beta: float) -> float: ...
+
+    @property
+    def snap_radius(self) -> float: ...
+
+    def release(self, value: np.ndarray, source: NoiseSource, box: tuple[np.ndarray, np.ndarray],
+                snap: bool = True) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
 class L2LaplaceMechanism:
-    """ε-DP release of a ``d``-vector with ℓ2 sensitivity ``Δ``: add noise of scale ``s = Δ/ε``.
+    """ε-DP release of a ``d``-vector with ℓ2 sensitivity ``Δ``: add noise of scale ``s ≥ Δ/ε``.
 
     Parameters
     ----------
     sensitivity:
         ``Δ``, a public bound on ``||x(Z) − x(Z')||`` over neighbouring data sets.
     epsilon:
-        The privacy parameter spent by one release.
+        The privacy parameter spent by one release (what the ledger charges).
     dim:
         Dimension ``d`` of the released vector.
+    scale:
+        The noise scale; default ``Δ/ε``.  A larger public scale (the paper profile's
+        ``10C/(ε_j λ m)``) only lowers the privacy loss ``Δ/s``; one below ``Δ/ε`` (by more
+        than the rounding of that quotient) is refused.
     """
 
     sensitivity: float
     epsilon: float
     dim: int
+    scale: float = field(default=float("nan"))
+    name: str = field(default="ℓ2-Laplace", init=False)
 
     def __post_init__(self) -> None:
         positive_finite("sensitivity", self.sensitivity)
         privacy_epsilon(self.epsilon, warn=False)
         positive_int("dim", self.dim)
+        if math.isnan(self.scale):
+            object.__setattr__(self, "scale", self.sensitivity / self.epsilon)
+        positive_finite("noise scale", self.scale)
+        if self.scale < (self.sensitivity / self.epsilon) * (1.0 - 4.0 * 2.0**-52):
+            raise ParameterError("the noise scale of an ℓ2-Laplace release is below sensitivity/ε: the "
+                                 "release would not be ε-DP.")
 
     @property
-    def scale(self) -> float:
-        """``s = Δ / ε``."""
-        return self.sensitivity / self.epsilon
+    def snap_radius(self) -> float:
+        """``√d Λ/2``: how far snapping to the grid ``Λ Z^d`` can move the released point."""
+        return math.sqrt(self.dim) * self.snap_granularity / 2.0
 
     def radius_quantile(self, beta: float) -> float:
         """The exact ``r`` with ``P(||b|| > r) = β`` (Gamma(d, s) upper quantile)."""
@@ -132,7 +178,54 @@ class L2LaplaceMechanism:
         return np.round(clamped / lam) * lam
 
 
+@dataclass(frozen=True)
+class DiscreteLaplaceCounts:
+    """ε-DP release of an integer vector (a histogram) with ℓ1 sensitivity ``Δ``: discrete Laplace noise.
+
+    Each coordinate gets ``Z`` with ``P(Z = z) ∝ exp(−|z|/b)``, ``b = Δ/ε`` as an exact rational
+    (:meth:`~cvxdp.privacy.random.NoiseSource.discrete_laplace`): for integer vectors with
+    ``||c − c'||₁ ≤ Δ``, ``P(c + Z = o)/P(c' + Z = o) ≤ e^{Δ/b} = e^ε``.  No float is involved, so
+    there is no snapping (``snap_radius = 0``) and no truncated tail.
+    """
+
+    sensitivity: float
+    epsilon: float
+    dim: int
+    name: str = field(default="discrete Laplace counts", init=False)
+
+    def __post_init__(self) -> None:
+        positive_finite("sensitivity", self.sensitivity)
+        privacy_epsilon(self.epsilon, warn=False)
+        positive_int("dim", self.dim)
+
+    @property
+    def scale(self) -> Fraction:
+        """``b = Δ/ε`` exactly (the floats' exact binary values)."""
+        return Fraction(self.sensitivity) / Fraction(self.epsilon)
+
+    @property
+    def snap_radius(self) -> float:
+        return 0.0
+
+    def radius_quantile(self, beta: float) -> float:
+        """``t`` with ``P(|Z| ≥ t) ≤ β`` for one coordinate: ``b log(1/β)`` (``P(|Z| ≥ t) ≤ e^{−t/b}``)."""
+        b = probability("beta", beta)
+        return math.nextafter(float(self.scale), math.inf) * math.log(1.0 / b)
+
+    def release(self, value: np.ndarray, source: NoiseSource,
+                box: tuple[np.ndarray, np.ndarray] | None = None, snap: bool = True) -> np.ndarray:
+        """``counts + Z`` as floats (exact: integers well inside the float range); ``box`` is unused."""
+        counts = np.asarray(value)
+        if counts.shape != (self.dim,) or not np.issubdtype(counts.dtype, np.integer):
+            raise ParameterError(f"a count release needs {self.dim} integer counts.")
+        noise = source.discrete_laplace(self.scale, self.dim)
+        return np.array([float(int(c) + int(z)) for c, z in zip(counts, noise, strict=True)])
+
+
 def snap_granularity(scale: float) -> float:
     """The smallest power of two ``Λ ≥ scale`` (an exact float; ``scale`` must be > 0)."""
     m, e = np.frexp(float(scale))
     return float(np.ldexp(0.5, int(e))) * (2.0 if m > 0.5 else 1.0)
+
+
+__all__ = ["DiscreteLaplaceCounts", "L2LaplaceMechanism", "Mechanism", "snap_granularity"]

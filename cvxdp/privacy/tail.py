@@ -43,20 +43,20 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
-from fractions import Fraction
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from cvxdp._validation import positive_finite, privacy_epsilon, probability
 from cvxdp.error import UncertifiableLossError, UtilityWarning
-from cvxdp.extension.certificates import EPS, has_exact_support, rounding_margin, support_rounding
 from cvxdp.geometry import Domain
-from cvxdp.ledger import PrivacyLedger
-from cvxdp.localization.profiles import empirical_bias_bound
+from cvxdp.geometry.certified import row_support_bound
 from cvxdp.loss import Examples
 from cvxdp.model import Model
-from cvxdp.random import NoiseSource
+from cvxdp.numerics import rounding_margin
+from cvxdp.privacy.ledger import PrivacyLedger
+from cvxdp.privacy.mechanisms import DiscreteLaplaceCounts
+from cvxdp.privacy.random import NoiseSource
 from cvxdp.structure import GenericStructure, PiecewiseLinearStructure
 
 
@@ -97,8 +97,8 @@ def lipschitz_constants(model: Model, examples: Examples) -> np.ndarray:
     if glm is not None:
         a, b, link = glm
         a_norm = np.linalg.norm(a, axis=1)
-        s_hi, e_hi = _support_bound(W, a)
-        s_lo, e_lo = _support_bound(W, -a)
+        s_hi, e_hi = row_support_bound(W, a)
+        s_lo, e_lo = row_support_bound(W, -a)
         with np.errstate(invalid="ignore", over="ignore"):
             hi = b + s_hi
             lo = b - s_lo
@@ -109,23 +109,6 @@ def lipschitz_constants(model: Model, examples: Examples) -> np.ndarray:
     return out
 
 
-def _support_bound(domain: Domain, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(s, e)`` per row of ``v`` with ``σ_W(v) ≤ s + e`` in exact arithmetic; each row from itself.
-
-    Closed-form support functions where ``W`` has one; otherwise the bounding ball
-    ``B(c, r) ⊇ W`` (``σ ≤ <c, v> + r||v||``, evaluated row by row).  ``e`` charges the
-    rounding of ``v`` (relative ``ε``) and of the formula, ``(d + 64) ε (||c|| + r) ||v||``.
-    """
-    d = v.shape[-1]
-    vn = np.linalg.norm(v, axis=-1)
-    if has_exact_support(domain):
-        with np.errstate(invalid="ignore", over="ignore"):
-            return domain.support_upper(v), support_rounding(domain, d, 2.0 * vn)
-    c, r = domain.bounding_ball()
-    reach = float(np.linalg.norm(c)) + float(r)
-    with np.errstate(invalid="ignore", over="ignore"):
-        s = np.einsum("...d,d->...", v, np.asarray(c, float)) + r * vn
-        return s, (d + 64.0) * EPS * reach * 2.0 * vn
 
 
 def _active_piece_bound(domain: Domain, A: np.ndarray, b: np.ndarray, candidates: int = 8) -> np.ndarray:
@@ -157,7 +140,7 @@ def _active_piece_bound(domain: Domain, A: np.ndarray, b: np.ndarray, candidates
                 Ak, bk = Ac, bc
             # pair (j, k): piece j of the example against its candidate k (j = k gives gap 0: kept)
             V = Ac[:, :, None, :] - Ak[:, None, :, :]
-            s, e = _support_bound(domain, V)
+            s, e = row_support_bound(domain, V)
             bj, bkk = bc[:, :, None], bk[:, None, :]
             gap = s + (bj - bkk)
             margin = e + rounding_margin(s, bj, bkk)
@@ -194,6 +177,7 @@ class TailProfile:
     threshold: float
     n: int
     block: int = 1
+    _moment_memo: dict = field(default_factory=dict, repr=False, compare=False)
 
     def upper_values(self) -> np.ndarray:
         """Each bin's value rounded up: its upper edge (``2 e_J`` for the overflow bin).
@@ -216,19 +200,31 @@ class TailProfile:
         C = np.atleast_1d(np.asarray(C, float))
         return (self.mass[None, :] * np.maximum(v[None, :] - C[:, None], 0.0)).sum(axis=1)
 
-    def bias_bound(self, C: np.ndarray, m: int, beta: float) -> np.ndarray:
+    def bias_moments(self, C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Estimated ``E(A − C)₊`` and ``E(A − C)₊²`` for every entry of ``C`` (remembered per array)."""
+        C = np.atleast_1d(np.asarray(C, float))
+        key = (C.shape, C.tobytes())
+        hit = self._moment_memo.get(key)
+        if hit is None:
+            if len(self._moment_memo) >= 1024:
+                self._moment_memo.clear()
+            v = self.upper_values()
+            excess = np.maximum(v[None, :] - C.reshape(-1)[:, None], 0.0)
+            mu = (self.mass[None, :] * excess).sum(axis=1).reshape(C.shape)
+            second = (self.mass[None, :] * excess**2).sum(axis=1).reshape(C.shape)
+            hit = self._moment_memo[key] = (mu, second)
+        return hit
+
+    def bias_bound(self, C: np.ndarray, m, beta) -> np.ndarray:
         """A level-``β`` bound on a batch mean ``(1/m) Σ (A_i − C)₊`` under the estimated law.
 
         Cantelli with the estimated mean and second moment of ``(A − C)₊``
         (values rounded up to their bins' edges).  Mass in bins that fell below
         the noise threshold is treated as absent — a sparse far tail can be
         missed; this steers ``C`` and the radii (utility), never the noise.
+        Broadcasts over ``C``, ``m`` and ``β``.
         """
-        v = self.upper_values()
-        C = np.atleast_1d(np.asarray(C, float))
-        excess = np.maximum(v[None, :] - C[:, None], 0.0)
-        mu = (self.mass[None, :] * excess).sum(axis=1)
-        second = (self.mass[None, :] * excess**2).sum(axis=1)
+        mu, second = self.bias_moments(C)
         return mu + np.sqrt(second * (1.0 - beta) / (beta * m))
 
     def scale(self) -> float:
@@ -236,18 +232,6 @@ class TailProfile:
         return max(self.moment(2.0), float(self.edges[0]))
 
 
-class CombinedTail:
-    """The smaller of two bias bounds: the private estimate and the public worst case."""
-
-    def __init__(self, estimate: TailProfile, k: float, G_k: float) -> None:
-        self.estimate, self.k, self.G_k = estimate, float(k), float(G_k)
-
-    def bias_bound(self, C: np.ndarray, m: int, beta: float) -> np.ndarray:
-        worst = np.asarray(empirical_bias_bound(C, self.k, self.G_k, m, beta))
-        return np.minimum(worst, self.estimate.bias_bound(C, m, beta))
-
-    def scale(self) -> float:
-        return min(self.G_k, self.estimate.scale()) if self.G_k > 0 else self.estimate.scale()
 
 
 def sum_laplace_threshold(scale: float, terms: int, beta: float) -> float:
@@ -308,8 +292,7 @@ def private_tail_profile(model: Model, examples: Examples, *, epsilon: float, le
     ledger.charge(eps, idx, mechanism="private tail histogram", batch="all", sensitivity=2.0,
                   noise_scale=2.0 / eps, note=f"{J + 2} bins on [{low:.3g}, {high:.3g}]")
     # exact integer noise on integer counts (ℓ1 sensitivity 2, scale the exact rational 2/ε)
-    noise = source.discrete_laplace(Fraction(2) / Fraction(eps), counts.size)
-    noisy = np.array([float(int(c) + int(z)) for c, z in zip(counts, noise, strict=True)])
+    noisy = DiscreteLaplaceCounts(2.0, eps, counts.size).release(counts, source)
     # everything below is post-processing of the released noisy counts.  Level j (blocks of 2^j fine
     # bins) gets failure probability β/2^{j+1} split over its bins, so all levels together stay under β;
     # the thresholds use the noise scale rounded up (the float 2/ε may sit half an ulp below 2/ε).
@@ -356,5 +339,5 @@ def estimate_moment_bound(model: Model, data: dict, *, k: float, epsilon: float,
     return profile.moment(k), profile
 
 
-__all__ = ["CombinedTail", "TailProfile", "estimate_moment_bound", "lipschitz_constants",
+__all__ = ["TailProfile", "estimate_moment_bound", "lipschitz_constants",
            "private_tail_profile", "sum_laplace_threshold"]

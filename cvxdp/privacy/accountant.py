@@ -43,7 +43,8 @@ from fractions import Fraction
 
 from cvxdp._validation import positive_finite, positive_int, privacy_epsilon
 from cvxdp.error import ParameterError, PrivacyBudgetError
-from cvxdp.ledger import ExactBudget, float_down
+from cvxdp.numerics import float_down
+from cvxdp.privacy.ledger import ExactBudget
 
 
 class BudgetAccountant(ExactBudget):

@@ -37,7 +37,6 @@ above 1/10); ``equal_share(ε, T)`` never does.
 
 from __future__ import annotations
 
-import math
 import numbers
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -46,22 +45,7 @@ import numpy as np
 
 from cvxdp._validation import positive_finite, positive_int, privacy_epsilon
 from cvxdp.error import ParameterError, PrivacyBudgetError
-
-
-def float_down(q: Fraction) -> float:
-    """The largest float ``≤ q`` (``q`` finite, within the float range)."""
-    f = float(q)  # correctly rounded to nearest
-    if Fraction(f) > q:
-        f = math.nextafter(f, -math.inf)
-    return f
-
-
-def float_up(q: Fraction) -> float:
-    """The smallest float ``≥ q`` (``q`` finite, within the float range)."""
-    f = float(q)
-    if Fraction(f) < q:
-        f = math.nextafter(f, math.inf)
-    return f
+from cvxdp.numerics import float_down
 
 
 def budget_remainder(total: float, *spent: float) -> float:
@@ -271,4 +255,4 @@ class PrivacyLedger(ExactBudget):
         return "\n".join(lines)
 
 
-__all__ = ["LedgerEntry", "PrivacyLedger", "budget_remainder", "equal_share", "float_down", "float_up"]
+__all__ = ["LedgerEntry", "PrivacyLedger", "budget_remainder", "equal_share"]

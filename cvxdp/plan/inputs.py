@@ -1,0 +1,161 @@
+"""The public inputs of a private fit, validated once: everything the plan may read.
+
+A :class:`PublicInputs` holds the sizes ``n, d``, the domain's diameter ``D``, the budget ``ε``, the
+moment bound ``(k, G_k, G_2)``, the utility failure probability ``δ`` and every option of
+:meth:`PrivateProblem.solve <cvxdp.problem.PrivateProblem.solve>` that changes a constant of a
+release.  It is frozen and hashable, and nothing in it is derived from the data: ``n`` is the
+(public) size of the data set under replace-one neighbouring, and the rest comes from the user and
+the model.  Validation is a function of these values alone, so a refusal here reveals nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from cvxdp._validation import MOMENT_MAX, at_least, positive_finite, privacy_epsilon, probability
+from cvxdp.error import ParameterError, UncertifiableLossError
+from cvxdp.plan.profiles import Profile, get_profile
+
+ALGORITHMS = ("population", "recursive", "output-perturbation")
+
+
+def _positive_int_or_none(name: str, value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ParameterError(f"{name} must be a positive integer.")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class PublicInputs:
+    """Validated public inputs of one private fit (see :meth:`from_options` for their meaning).
+
+    ``G_k == "auto"`` means the moment bound comes from the private tail release; ``tail_grid`` is
+    the public ``(low, high)`` range of that histogram (``None`` when ``tail_share == 0``).
+    ``n is None`` until the data's size is known (:meth:`with_n`).
+    """
+
+    d: int
+    D: float
+    epsilon: float
+    moment_k: float
+    G_k: float | str
+    G_2: float | None
+    delta: float
+    algorithm: str
+    profile: Profile
+    localize: bool
+    tail_share: float
+    tail_grid: tuple[float, float] | None
+    lambda_scale: float | None
+    lambda_growth: float | None
+    max_phases: int | None
+    lam: float | None
+    boosting_groups: int | None
+    structured: bool
+    n: int | None = None
+
+    @property
+    def auto(self) -> bool:
+        """Whether ``G_k`` is estimated by the private tail release."""
+        return isinstance(self.G_k, str)
+
+    @property
+    def tail_epsilon(self) -> float:
+        """``ε`` of the private tail histogram (0 when there is none)."""
+        return self.tail_share * self.epsilon
+
+    @classmethod
+    def from_options(cls, *, d: int, D: float, structured: bool, epsilon: float, moment_k: float,
+                     G_k: float | str, G_2: float | None = None, algorithm: str = "population",
+                     profile: str | Profile = "tight", delta: float = 0.1, localize: bool = True,
+                     tail_share: float | None = None, tail_range: tuple[float, float] | None = None,
+                     lambda_scale: float | None = None, lambda_growth: float | None = None,
+                     max_phases: int | None = None, lam: float | None = None,
+                     boosting_groups: int | None = None, n: int | None = None) -> PublicInputs:
+        """Validate the options of :meth:`PrivateProblem.solve <cvxdp.problem.PrivateProblem.solve>`.
+
+        ``d``, ``D`` and ``structured`` (whether the loss has per-example Lipschitz constants)
+        describe the model; the other arguments are documented on ``solve``.  Every refusal is a
+        :class:`~cvxdp.error.ParameterError` (or an :class:`~cvxdp.error.UncertifiableLossError`
+        for an option the loss cannot support) that depends on these values only.
+        """
+        eps = privacy_epsilon(epsilon)
+        k = at_least("moment_k", moment_k, 2.0)
+        if k > MOMENT_MAX:
+            raise ParameterError(f"moment_k = {k:g} exceeds {MOMENT_MAX:g}; such a moment bound is a "
+                                 "worst-case Lipschitz bound: pass k = 1000 with G_k = that bound.")
+        auto = isinstance(G_k, str)
+        if auto and G_k != "auto":
+            raise ParameterError(f"G_k must be a positive number or 'auto', got {G_k!r}.")
+        if not auto:
+            G_k = positive_finite("G_k", G_k)
+        if G_2 is not None:
+            G_2 = positive_finite("G_2", G_2)
+            if not auto and G_2 > G_k * (1 + 1e-12):
+                raise ParameterError(f"G_2 = {G_2} exceeds G_k = {G_k}, impossible for k ≥ 2 "
+                                     "(moments are monotone); check the moment bounds.")
+        delta = probability("delta", delta)
+        for name, value in (("lambda_scale", lambda_scale), ("lambda_growth", lambda_growth)):
+            if value is not None:
+                positive_finite(name, value)
+        if lam is not None:
+            lam = positive_finite("lam", lam)
+        max_phases = _positive_int_or_none("max_phases", max_phases)
+        if algorithm not in ALGORITHMS:
+            raise ParameterError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}.")
+        prof = get_profile(profile)
+        if tail_share is None:
+            tail_share = 0.1 if (prof.name == "tight" and structured) or auto else 0.0
+        tail_share = float(tail_share)
+        if not 0.0 <= tail_share < 1.0 or math.isnan(tail_share):
+            raise ParameterError(f"tail_share must lie in [0, 1), got {tail_share}.")
+        grid = None
+        if tail_range is not None:
+            if tail_share == 0.0:
+                raise ParameterError("tail_range sets the grid of the private tail histogram, which "
+                                     "tail_share = 0 turns off; drop tail_range or pass tail_share > 0.")
+            if not isinstance(tail_range, tuple | list) or len(tail_range) != 2:
+                raise ParameterError(f"tail_range must be a pair (low, high), got {tail_range!r}.")
+            low = positive_finite("tail_range low", tail_range[0])
+            high = positive_finite("tail_range high", tail_range[1])
+            if high <= low:
+                raise ParameterError(f"tail_range needs low < high, got {tail_range!r}.")
+            grid = (low, high)
+        if auto and tail_share == 0.0:
+            raise ParameterError("G_k='auto' needs a positive tail_share of ε to estimate it.")
+        if tail_share > 0 and not structured:
+            raise UncertifiableLossError("a private tail estimate needs per-example Lipschitz constants, "
+                                         "which cvxdp has for structured losses only; pass G_k and "
+                                         "tail_share=0.")
+        if tail_share > 0 and grid is None:
+            grid = (1e-6, 1e10) if auto else (1e-4 * G_k, 1e4 * G_k)
+        boosting_groups = _positive_int_or_none("boosting_groups", boosting_groups)
+        inputs = cls(d=int(d), D=float(D), epsilon=eps, moment_k=k, G_k=G_k, G_2=G_2, delta=delta,
+                     algorithm=algorithm, profile=prof, localize=bool(localize), tail_share=tail_share,
+                     tail_grid=grid, lambda_scale=lambda_scale, lambda_growth=lambda_growth,
+                     max_phases=max_phases, lam=lam, boosting_groups=boosting_groups,
+                     structured=bool(structured))
+        return inputs if n is None else inputs.with_n(n)
+
+    def with_n(self, n: int) -> PublicInputs:
+        """These inputs for a data set of ``n`` examples; refuses an ``n`` too small for the algorithm.
+
+        ``n`` is public (replace-one neighbours share it), so this refusal depends on public
+        values only; for Algorithm 1 it checks that the halving schedule has a first phase.
+        """
+        from cvxdp.plan.schedule import phase_schedule
+
+        if isinstance(n, bool) or not isinstance(n, int):
+            raise ParameterError(f"n must be an integer number of examples, got {type(n).__name__}.")
+        if n < max(10, 2 * self.d):
+            raise ParameterError(f"n = {n} examples are too few; at least {max(10, 2 * self.d)} needed.")
+        if self.algorithm == "population":
+            phase_schedule(n, self.d, self.epsilon, self.moment_k, 1.0, 1.0, self.D,
+                           self.boosting_groups or 1)
+        return replace(self, n=int(n))
+
+
+__all__ = ["ALGORITHMS", "PublicInputs"]

@@ -1,0 +1,287 @@
+"""The planner: public inputs (and the tail release, where the design reads it) → every release's constants.
+
+:class:`Planner` turns :class:`~cvxdp.plan.inputs.PublicInputs` into a :class:`ReleasePlan`:
+
+* the private tail histogram (:class:`TailReleasePlan`), when ``tail_share > 0``;
+* the fit's budget ``ε_fit`` (``ε`` minus the histogram's share, rounded down so the two add up to at
+  most ``ε`` exactly);
+* Algorithm 1's schedule (batch sizes ``n_t``, ``λ_t``, ``J`` groups) or the single batch of
+  Algorithms 2–3;
+* per batch (:class:`BatchPlan`), its rounds (:class:`~cvxdp.plan.profiles.RoundPlan`): ``ε_j``,
+  ``β_j``, ``C``, ``λ``, ``α``, sensitivity ``Δ``, noise scale ``s``, the radius ``R_j`` of ``U_j``
+  and the next radius ``R⁺_j`` — from the one radius recursion,
+  :func:`~cvxdp.plan.schedule.plan_rounds`.
+
+Privacy argument, read off the plan: every round of a batch reads that batch only and its ``ε_j``
+add up to at most ``ε_fit`` (:func:`~cvxdp.plan.schedule.allocation`); batches of Algorithm 1 are
+disjoint (a public random partition), so each example is charged the histogram's ``ε`` plus at most
+``ε_fit``; every constant is a function of public inputs and the released histogram.  The ledger
+is charged from this plan before the fit draws any noise.
+
+Where the plan reads the tail release (``tail_share > 0``: ``C``, the schedule and the radii use the
+released histogram; ``G_k="auto"``: also ``G_k``), a plan made before the release (the dry run
+:meth:`PrivateProblem.plan <cvxdp.problem.PrivateProblem.plan>`) is *provisional*: it shows the
+public worst case and says which constants the release will set.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from cvxdp.plan.inputs import PublicInputs
+from cvxdp.plan.profiles import RoundPlan, TightProfile
+from cvxdp.plan.schedule import (
+    PhaseSchedule,
+    batch_rounds,
+    choose_schedule,
+    choose_single_lambda,
+    initial_lambda,
+    phase_schedule,
+    spread_over_phases,
+)
+from cvxdp.plan.tail_models import CombinedTail
+from cvxdp.privacy.ledger import budget_remainder
+from cvxdp.privacy.mechanisms import DiscreteLaplaceCounts
+from cvxdp.privacy.tail import TailProfile
+
+ALGORITHM_NAMES = {
+    "population": "population localization (Algorithm 1 over Algorithm 3 over Algorithm 2)",
+    "recursive": "recursive localization (Algorithm 3 over Algorithm 2) on all the data",
+    "output-perturbation": "one round of localized output perturbation (Algorithm 2) on U = W",
+}
+
+
+@dataclass(frozen=True)
+class TailReleasePlan:
+    """The private tail histogram: ``ε``, its public geometric grid, and its count mechanism."""
+
+    epsilon: float
+    low: float
+    high: float
+    bins_per_octave: int = 2
+    beta: float = 0.1
+
+    @property
+    def bins(self) -> int:
+        """Fine bins ``J + 2`` (below the grid, ``J`` geometric bins, above it)."""
+        return math.ceil(math.log2(self.high / self.low) * self.bins_per_octave) + 2
+
+    def mechanism(self) -> DiscreteLaplaceCounts:
+        """Replacing one example moves one count down and one up: ℓ1 sensitivity 2."""
+        return DiscreteLaplaceCounts(2.0, self.epsilon, self.bins)
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """One call of Algorithm 3 (or 2): a batch of the examples and its rounds.
+
+    The batch is ``order[offset : offset + size]`` of the public random permutation of Algorithm 1
+    (``label`` ``"phase t/group g"``) or all the examples (``label`` ``"all"``).
+    """
+
+    phase: int
+    group: int
+    label: str
+    offset: int
+    size: int
+    lam: float
+    epsilon: float
+    beta: float
+    rounds: tuple[RoundPlan, ...]
+
+    @property
+    def final_radius(self) -> float:
+        return self.rounds[-1].radius_plus
+
+
+@dataclass(frozen=True)
+class ReleasePlan:
+    """Every release of a fit, with its public constants (see the module docstring).
+
+    ``provisional`` plans were made before the tail release they depend on; ``batches`` is empty
+    when even ``G_k`` comes from that release (``G_k="auto"``).
+    """
+
+    inputs: PublicInputs
+    tail: TailReleasePlan | None
+    epsilon_fit: float
+    G_k: float
+    G_2: float
+    schedule: PhaseSchedule | None
+    batches: tuple[BatchPlan, ...]
+    provisional: bool = False
+    profile_name: str = field(default="")
+
+    @property
+    def partitioned(self) -> bool:
+        """Whether the batches are parts of a public random partition (Algorithm 1)."""
+        return self.inputs.algorithm == "population"
+
+    @property
+    def rounds(self) -> list[tuple[BatchPlan, RoundPlan]]:
+        return [(b, r) for b in self.batches for r in b.rounds]
+
+    @property
+    def releases(self) -> int:
+        """How many mechanism calls the fit makes (the histogram included)."""
+        return len(self.rounds) + (self.tail is not None)
+
+    def phase_batches(self) -> list[list[BatchPlan]]:
+        """The batches grouped by phase, in order (one phase for the single-batch algorithms)."""
+        phases: dict[int, list[BatchPlan]] = {}
+        for b in self.batches:
+            phases.setdefault(b.phase, []).append(b)
+        return [phases[t] for t in sorted(phases)]
+
+    def describe(self) -> str:
+        """Publishable text: each release's ε, sensitivity Δ, noise scale s and radius, with a legend.
+
+        Everything printed is a public input or a function of public inputs (and, after the fit,
+        of the released tail histogram): it may be published with the model.
+        """
+        inp = self.inputs
+        lines = [f"release plan: {ALGORITHM_NAMES[inp.algorithm]}, profile {self.profile_name}",
+                 f"  ε = {inp.epsilon:.6g} in total on n = {inp.n} examples; d = {inp.d}, domain diameter "
+                 f"D = {inp.D:.4g}; moment bound k = {inp.moment_k:g}, "
+                 + ("G_k from the tail release" if inp.auto and self.provisional
+                    else f"G_k = {self.G_k:.4g}")]
+        if self.tail is not None:
+            t = self.tail
+            lines.append(f"  release 1: private tail histogram, ε = {t.epsilon:.4g} on every example, "
+                         f"{t.bins} counts on [{t.low:.3g}, {t.high:.3g}], ℓ1 Δ = 2, discrete Laplace "
+                         f"scale {2.0 / t.epsilon:.4g}")
+        if self.provisional:
+            lines.append("  PROVISIONAL: " + (
+                "G_k, C, λ, the schedule and the radii come from the tail release; only its ε and the "
+                f"fit's ε = {self.epsilon_fit:.6g} per example are fixed before it." if not self.batches else
+                "C, λ, the schedule and the radii below assume the public worst-case tail; in the fit "
+                "they come from the tail release (its ε and the fit's ε per example are fixed)."))
+        if self.batches:
+            disjoint = ("disjoint batches (a public random partition, parallel composition): each "
+                        "example is read by one batch" if self.partitioned else "one batch: all examples")
+            lines.append(f"  then ε_fit = {self.epsilon_fit:.6g} per batch over {len(self.batches)} "
+                         f"batch(es), {disjoint}; {self.releases} releases in all")
+        number = 1 + (self.tail is not None)
+        for b in self.batches:
+            lines.append(f"  {b.label}: m = {b.size}, λ = {b.lam:.4g}, ε = {b.epsilon:.4g}, "
+                         f"{len(b.rounds)} round(s)")
+            for r in b.rounds:
+                C = f"C = {r.C:.4g}"
+                if self.adaptive_clip:
+                    C += " (worst case; the tail release sets it)" if self.provisional else " (from the tail release)"
+                lines.append(f"    release {number}: round {r.round}, ε = {r.epsilon:.4g}, {C}, "
+                             f"α = {r.alpha:.3g}, Δ = {r.sensitivity:.4g}, s = {r.noise_scale:.4g}, "
+                             f"R = {r.radius:.4g}, R⁺ = {r.radius_plus:.4g}")
+                number += 1
+        lines.append("  legend: ε the release's privacy cost; Δ its ℓ2 sensitivity; s the ℓ2-Laplace "
+                     "noise scale (s ≥ Δ/ε); α the certified optimization accuracy; R the diameter bound "
+                     "of the round's set U; R⁺ the radius of the next round's ball. Released weights lie "
+                     "on a grid of spacing the power of two ≥ s (a floating-point defence; see SECURITY.md).")
+        return "\n".join(lines)
+
+    @property
+    def adaptive_clip(self) -> bool:
+        """Whether each round's ``C`` is chosen with the released tail histogram."""
+        return self.tail is not None and isinstance(self.inputs.profile, TightProfile) \
+            and self.inputs.profile.clip is None
+
+
+class Planner:
+    """Build the :class:`ReleasePlan` of a fit from its public inputs (and the tail release)."""
+
+    def __init__(self, inputs: PublicInputs) -> None:
+        if inputs.n is None:
+            raise ValueError("plan with inputs.with_n(n): the number of examples is needed")
+        self.inputs = inputs
+
+    def tail_release(self) -> TailReleasePlan | None:
+        """The histogram's plan, or ``None`` when ``tail_share == 0``."""
+        inp = self.inputs
+        if inp.tail_share <= 0:
+            return None
+        low, high = inp.tail_grid
+        return TailReleasePlan(epsilon=inp.tail_epsilon, low=low, high=high)
+
+    def plan(self, tail: TailProfile | None = None) -> ReleasePlan:
+        """The plan given the released ``tail`` (``None``: before the release, or when there is none)."""
+        inp = self.inputs
+        tail_plan = self.tail_release()
+        provisional = tail_plan is not None and tail is None
+        eps_fit = inp.epsilon
+        if tail_plan is not None:
+            eps_fit = budget_remainder(inp.epsilon, tail_plan.epsilon)  # both add up to ≤ ε exactly
+        G_k, G_2, profile = inp.G_k, inp.G_2, inp.profile
+        if tail is not None:
+            if inp.auto:
+                G_k = tail.moment(inp.moment_k)
+                G_2 = min(G_2, G_k) if G_2 is not None else tail.moment(2.0)
+            profile = profile.with_tail(CombinedTail(tail, inp.moment_k, G_k))
+        if isinstance(G_k, str):  # "auto" before the release: nothing numeric to plan yet
+            return ReleasePlan(inputs=inp, tail=tail_plan, epsilon_fit=eps_fit, G_k=math.nan, G_2=math.nan,
+                               schedule=None, batches=(), provisional=True, profile_name=profile.name)
+        G_2 = G_k if G_2 is None else min(G_2, G_k)
+        if inp.algorithm == "population":
+            schedule, batches = self._population(profile, eps_fit, G_k, G_2)
+        else:
+            schedule, batches = None, (self._single(profile, eps_fit, G_k, G_2),)
+        return ReleasePlan(inputs=inp, tail=tail_plan, epsilon_fit=eps_fit, G_k=float(G_k), G_2=float(G_2),
+                           schedule=schedule, batches=batches, provisional=provisional,
+                           profile_name=profile.name)
+
+    def _population(self, profile, eps: float, G_k: float, G_2: float):
+        inp = self.inputs
+        n, d, k, D = inp.n, inp.d, inp.moment_k, inp.D
+        groups = inp.boosting_groups
+        if groups is None:
+            provisional = phase_schedule(n, d, eps, k, G_k, G_2, D, 1)
+            groups = profile.boosting_groups(provisional.phases, inp.delta)
+        if isinstance(profile, TightProfile) and inp.lambda_scale is None and inp.lambda_growth is None:
+            schedule = choose_schedule(n, d, eps, k, G_k, G_2, D, profile, groups=groups,
+                                       beta=inp.delta / (4.0 * groups * 10.0))
+            if inp.max_phases is not None and schedule.phases > inp.max_phases:
+                cut = inp.max_phases
+                schedule = spread_over_phases(replace(schedule, sizes=schedule.sizes[:cut],
+                                                      lambdas=schedule.lambdas[:cut]), n)
+        else:
+            schedule = phase_schedule(n, d, eps, k, G_k, G_2, D, groups,
+                                      lambda_scale=inp.lambda_scale or 1.0,
+                                      growth=inp.lambda_growth or 8.0, max_phases=inp.max_phases)
+        beta = inp.delta / (2.0 * schedule.phases * groups * 2.0)
+        batches = []
+        start = 0
+        for t, (n_t, lam) in enumerate(zip(schedule.sizes, schedule.lambdas, strict=True), start=1):
+            offset = start
+            for g, size in enumerate(_split_sizes(n_t, schedule.groups)):
+                rounds = batch_rounds(profile, m=size, d=d, epsilon=eps, lam=lam, k=k, G_k=G_k, D=D,
+                                      beta=beta, localize=inp.localize)
+                batches.append(BatchPlan(phase=t, group=g, label=f"phase{t}/group{g}", offset=offset,
+                                         size=size, lam=lam, epsilon=eps, beta=beta, rounds=rounds))
+                offset += size
+            start += n_t
+        return schedule, tuple(batches)
+
+    def _single(self, profile, eps: float, G_k: float, G_2: float) -> BatchPlan:
+        inp = self.inputs
+        n, d, k, D = inp.n, inp.d, inp.moment_k, inp.D
+        localize = inp.localize and inp.algorithm == "recursive"
+        beta = inp.delta / 2.0
+        if inp.lam is not None:
+            lam = inp.lam
+        elif inp.lambda_scale is not None or not isinstance(profile, TightProfile):
+            lam = initial_lambda(n, d, eps, k, G_k, G_2, D, inp.lambda_scale or 1.0)
+        else:
+            lam = choose_single_lambda(n, d, eps, k, G_k, G_2, D, profile, beta=beta, localize=localize)
+        rounds = batch_rounds(profile, m=n, d=d, epsilon=eps, lam=lam, k=k, G_k=G_k, D=D, beta=beta,
+                              localize=localize)
+        return BatchPlan(phase=0, group=0, label="all", offset=0, size=n, lam=lam, epsilon=eps, beta=beta,
+                         rounds=rounds)
+
+
+def _split_sizes(total: int, parts: int) -> list[int]:
+    """The sizes ``np.array_split`` gives ``total`` items in ``parts`` (the first ``total % parts`` +1)."""
+    q, r = divmod(total, parts)
+    return [q + 1] * r + [q] * (parts - r)
+
+
+__all__ = ["BatchPlan", "Planner", "ReleasePlan", "TailReleasePlan"]

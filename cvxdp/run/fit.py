@@ -1,0 +1,83 @@
+"""The data layer of a private fit: the tail release, the plan, the pre-flight charges, the phases.
+
+:meth:`PrivateProblem.solve <cvxdp.problem.PrivateProblem.solve>` validates the public inputs and
+hands them here with the bound data; :func:`run_fit` is the only function that binds the data of a
+fit to noise, in this order:
+
+1. the private tail histogram, when the plan has one (charged, then noised, in
+   :func:`~cvxdp.privacy.tail.private_tail_profile`);
+2. the :class:`~cvxdp.plan.planner.ReleasePlan`, from the public inputs and that release;
+3. Algorithm 1's public random partition (uniforms from the noise source, independent of the data);
+4. the ledger charged for every round of the plan (:func:`~cvxdp.run.release.charge_plan`): a
+   plan that would overspend is refused here, before the fit draws noise;
+5. one noise source per group, spawned from the main one;
+6. the phases (:func:`~cvxdp.run.population.population_localization`) through the executor.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from cvxdp.erm.solver import ERMSettings
+from cvxdp.error import ParameterError
+from cvxdp.loss import Examples
+from cvxdp.model import Model
+from cvxdp.plan.planner import Planner, ReleasePlan
+from cvxdp.privacy.ledger import PrivacyLedger
+from cvxdp.privacy.random import NoiseSource
+from cvxdp.privacy.tail import private_tail_profile
+from cvxdp.run.executor import Executor
+from cvxdp.run.population import population_localization
+from cvxdp.run.release import LocalizationStep, charge_plan
+
+
+def run_fit(model: Model, examples: Examples, planner: Planner, *, ledger: PrivacyLedger,
+            source: NoiseSource, erm: ERMSettings, executor: Executor, progress: bool,
+            timings: dict[str, float]) -> tuple[np.ndarray, list[LocalizationStep], ReleasePlan]:
+    """The data layer of a fit: tail release → plan → pre-flight charges → the phases."""
+    t1 = time.perf_counter()
+    tail_plan = planner.tail_release()
+    tail = None
+    if tail_plan is not None:
+        tail = private_tail_profile(model, examples, epsilon=tail_plan.epsilon, ledger=ledger,
+                                    source=source, low=tail_plan.low, high=tail_plan.high,
+                                    bins_per_octave=tail_plan.bins_per_octave, beta=tail_plan.beta)
+    timings["tail"] = time.perf_counter() - t1
+    plan = planner.plan(tail)
+    timings["plan"] = time.perf_counter() - t1 - timings["tail"]
+    n = examples.m
+    # Algorithm 1's public random partition; the single-batch algorithms read every example
+    order = np.argsort(source.uniform(n)) if plan.partitioned else np.arange(n)
+
+    def indices_of(batch):
+        return order[batch.offset:batch.offset + batch.size]
+
+    charges = charge_plan(ledger, plan, indices_of)
+    keys = [(b.phase, b.group) for b in plan.batches]
+    sources = dict(zip(keys, source.spawn(len(keys)), strict=True))
+    if executor.remote and len({id(s) for s in sources.values()}) < len(sources):  # solve refused earlier
+        raise ParameterError("groups run in other processes need independent noise sources.")
+    bar = _progress(progress, len(keys))
+    try:
+        res = population_localization(model, examples, plan, indices_of=indices_of, charges=charges,
+                                      sources=sources, erm=erm, executor=executor, progress=bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    timings["fit"] = time.perf_counter() - t1
+    return res.w, res.steps, plan
+
+
+def _progress(enabled: bool, total: int):
+    if not enabled:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # pragma: no cover - tqdm is a dependency, but stay usable without it
+        return None
+    return tqdm(total=total, desc="private fit (phases × groups)", unit="call", leave=False)
+
+
+__all__ = ["run_fit"]

@@ -1,0 +1,144 @@
+"""The plan layer: public inputs, the planner, the dry run, and the one radius recursion."""
+
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+import sys
+import warnings
+from fractions import Fraction
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+import cvxdp
+from cvxdp.error import ParameterError
+from cvxdp.geometry import localize
+from cvxdp.plan.inputs import PublicInputs
+from cvxdp.plan.planner import Planner
+from cvxdp.plan.profiles import TightProfile
+from cvxdp.plan.schedule import batch_rounds, phase_radii, plan_rounds
+
+GOLDEN = pathlib.Path(__file__).parent / "golden"
+sys.path.insert(0, str(GOLDEN))
+from golden_cases import CASES, make  # noqa: E402
+from record_round_plans import FIELDS  # noqa: E402
+
+FROZEN = json.loads((GOLDEN / "round_plans.json").read_text())["cases"]
+PUBLIC_CASES = sorted(name for name, (_, kw) in CASES.items() if kw.get("tail_share") == 0.0)
+
+
+def _lad_model(d=3):
+    w = cp.Variable(d)
+    return cvxdp.Model(cvxdp.losses.absolute(w), [cp.norm(w, 2) <= 2.0])
+
+
+@pytest.mark.parametrize("name", PUBLIC_CASES)
+def test_dry_run_equals_the_rounds_the_fit_used(name):
+    """Without the tail histogram every constant is public: ``plan(n=...)``, with no data, gives the
+    rounds of the frozen fit float for float (the golden file was recorded before the planner)."""
+    model, data, kw = make(name)
+    kw = {k: v for k, v in kw.items() if k != "random_state"}
+    plan = cvxdp.PrivateProblem(model).plan(n=len(data["y"]), **kw)
+    assert not plan.provisional and plan.tail is None
+    got = [{"phase": b.phase, "group": b.group, "round": r.round, "m": r.m, "radius": r.radius,
+            "lam": b.lam, "epsilon": r.epsilon, "beta": r.beta, **{f: getattr(r, f) for f in FIELDS}}
+           for b, r in plan.rounds]
+    assert got == FROZEN[name]["steps"]
+
+
+def test_a_fit_records_its_plan_and_its_rounds_are_the_plans():
+    model, data, kw = make("population-tight-tail")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = cvxdp.PrivateProblem(model).solve(data, **kw)
+    plan = result.release_plan
+    assert not plan.provisional and plan.tail is not None and plan.adaptive_clip
+    assert [s.plan for s in result.steps] == [r for _, r in plan.rounds]
+    text = plan.describe()
+    assert "private tail histogram" in text and "(from the tail release)" in text
+    assert f"{plan.releases} releases" in text and len(result.ledger.entries) == plan.releases
+
+
+def test_dry_run_with_the_tail_histogram_is_provisional_and_says_so():
+    problem = cvxdp.PrivateProblem(_lad_model())
+    plan = problem.plan(n=3000, epsilon=1.0, moment_k=4.0, G_k=3.0)
+    assert plan.provisional and plan.tail is not None and plan.batches
+    assert plan.tail.epsilon == 0.1 and Fraction(plan.tail.epsilon) + Fraction(plan.epsilon_fit) <= 1
+    assert "PROVISIONAL" in plan.describe()
+    auto = problem.plan(n=3000, epsilon=1.0, moment_k=4.0, G_k="auto")
+    assert auto.provisional and auto.batches == () and "G_k from the tail release" in auto.describe()
+
+
+def test_describe_lists_every_release_with_its_public_constants():
+    plan = cvxdp.PrivateProblem(_lad_model()).plan(n=3000, epsilon=1.0, moment_k=4.0, G_k=3.0,
+                                                    tail_share=0.0, boosting_groups=3)
+    text = plan.describe()
+    for number, (_, r) in enumerate(plan.rounds, start=1):
+        line = next(x for x in text.splitlines() if x.strip().startswith(f"release {number}:"))
+        for value in (f"ε = {r.epsilon:.4g}", f"Δ = {r.sensitivity:.4g}", f"s = {r.noise_scale:.4g}",
+                      f"R⁺ = {r.radius_plus:.4g}"):
+            assert value in line
+    assert "disjoint batches" in text and "legend" in text and "PROVISIONAL" not in text
+
+
+def test_every_batch_spends_at_most_its_budget_exactly():
+    plan = cvxdp.PrivateProblem(_lad_model()).plan(n=20_000, epsilon=0.7, moment_k=3.0, G_k=2.0)
+    for b in plan.batches:
+        assert sum((Fraction(r.epsilon) for r in b.rounds), Fraction(0)) <= Fraction(plan.epsilon_fit)
+    assert Fraction(plan.tail.epsilon) + Fraction(plan.epsilon_fit) <= Fraction(0.7)
+    sizes = [b.size for b in plan.batches]
+    ends = [b.offset + b.size for b in plan.batches]
+    assert sum(sizes) <= 20_000 and max(ends) <= 20_000
+    assert len({(b.offset, b.size) for b in plan.batches}) == len(plan.batches)  # disjoint, one per group
+
+
+def test_public_inputs_are_validated_once_and_hashable():
+    kw = dict(d=3, D=4.0, structured=True, epsilon=1.0, moment_k=4.0, G_k=2.0)
+    a = PublicInputs.from_options(**kw, n=1000)
+    b = PublicInputs.from_options(**kw, n=1000)
+    assert a == b and hash(a) == hash(b) and a.tail_grid == (2e-4, 2e4)
+    assert PublicInputs.from_options(**kw, profile=TightProfile(clip=1.0)) != a
+    with pytest.raises(ParameterError, match="too few"):
+        a.with_n(5)
+    with pytest.raises(ParameterError, match="tail_share"):
+        PublicInputs.from_options(**kw, tail_share=1.5)
+
+
+def test_the_radius_recursion_is_the_one_the_run_can_realise():
+    """``R_{j+1} = min(2R⁺_j, D)`` bounds the diameter of ``W ∩ B(c, R⁺_j)`` for any centre in W."""
+    model = _lad_model(2)
+    W = model.domain
+    rounds = plan_rounds(TightProfile(), S=4, m=500, d=2, epsilon=2.0, lam=5.0, k=4.0, G_k=2.0,
+                         D=model.diameter, beta=0.05)
+    rng = np.random.default_rng(0)
+    for prev, nxt in zip(rounds, rounds[1:], strict=False):
+        assert nxt.radius == min(2.0 * prev.radius_plus, model.diameter)
+        for _ in range(5):
+            c = W.project(rng.normal(size=2))
+            assert localize(W, c, prev.radius_plus).diameter <= nxt.radius
+
+
+def test_vectorized_radii_equal_the_scalar_recursion():
+    prof = TightProfile()
+    ms, lams = np.array([100.0, 800.0, 5000.0]), np.array([0.05, 1.0, 30.0])
+    kw = dict(d=4, epsilon=0.8, k=3.0, G_k=1.5, D=3.0, beta=0.01)
+    fast = phase_radii(prof, ms, lams, **kw)
+    slow = [min(batch_rounds(prof, m=int(m), lam=float(lam), **kw)[-1].radius_plus, 3.0)
+            for m, lam in zip(ms, lams, strict=True)]
+    assert fast.tolist() == slow
+
+
+def test_planner_needs_n():
+    with pytest.raises(ValueError):
+        Planner(PublicInputs.from_options(d=3, D=4.0, structured=True, epsilon=1.0, moment_k=4.0, G_k=2.0))
+
+
+def test_no_release_is_planned_with_a_non_finite_constant():
+    plan = cvxdp.PrivateProblem(_lad_model()).plan(n=3000, epsilon=0.3, moment_k=2.5, G_k=50.0,
+                                                    profile="paper")
+    for _, r in plan.rounds:
+        assert all(math.isfinite(getattr(r, f)) for f in FIELDS)
+        assert r.noise_scale >= r.sensitivity / r.epsilon * (1 - 1e-15)

@@ -59,7 +59,8 @@ def test_minimizers_are_minimal():
 
 
 def test_high_leverage_clipping_bias_reproduces_the_design():
-    """The high-leverage instance (cvxdp.datasets.synthetic): clipped minimizer's excess 2.9e-2 at C ≤ 2, 6.2e-3 at C = 16, ~1e-4 at C = 32."""
+    """The high-leverage instance (cvxdp.datasets.synthetic): the clipped minimizer's excess is
+    2.9e-2 at C ≤ 2, 6.2e-3 at C = 16, ~1e-4 at C = 32."""
     task = high_leverage_tail(n=10, d=10, seed=0)
     bias = {C: task.excess_risk(task.meta["clipped_minimizer"](C)) for C in (2.0, 16.0, 32.0, 128.0)}
     assert bias[2.0] == pytest.approx(2.9e-2, rel=0.1)

@@ -169,7 +169,8 @@ class ReleasePlan:
             for r in b.rounds:
                 C = f"C = {r.C:.4g}"
                 if self.adaptive_clip:
-                    C += " (worst case; the tail release sets it)" if self.provisional else " (from the tail release)"
+                    C += (" (worst case; the tail release sets it)" if self.provisional
+                          else " (from the tail release)")
                 lines.append(f"    release {number}: round {r.round}, ε = {r.epsilon:.4g}, {C}, "
                              f"α = {r.alpha:.3g}, Δ = {r.sensitivity:.4g}, s = {r.noise_scale:.4g}, "
                              f"R = {r.radius:.4g}, R⁺ = {r.radius_plus:.4g}")

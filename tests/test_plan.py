@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import pathlib
@@ -114,7 +115,7 @@ def test_the_radius_recursion_is_the_one_the_run_can_realise():
     rounds = plan_rounds(TightProfile(), S=4, m=500, d=2, epsilon=2.0, lam=5.0, k=4.0, G_k=2.0,
                          D=model.diameter, beta=0.05)
     rng = np.random.default_rng(0)
-    for prev, nxt in zip(rounds, rounds[1:], strict=False):
+    for prev, nxt in itertools.pairwise(rounds):
         assert nxt.radius == min(2.0 * prev.radius_plus, model.diameter)
         for _ in range(5):
             c = W.project(rng.normal(size=2))

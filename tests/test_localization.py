@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import decimal
 import math
 from dataclasses import replace
+from fractions import Fraction
 
 import cvxpy as cp
 import numpy as np
@@ -85,12 +87,17 @@ def test_empirical_bias_bound_holds_with_probability_1_minus_beta():
 @given(R=st.floats(0.01, 10), lam=st.floats(1e-3, 10), m=st.integers(10, 10**6), d=st.integers(1, 50),
        eps=st.floats(1e-3, 10), beta=st.floats(1e-6, 0.4), k=st.floats(2.0, 8.0), G=st.floats(0.1, 50))
 def test_every_profile_noise_is_private(R, lam, m, d, eps, beta, k, G):
-    """s·ε_j ≥ Δ = 2C/(λm) + 2 sqrt(2α/λ): the noise covers the exact sensitivity."""
+    """``s·ε_j ≥ Δ ≥ 2C/(λm) + 2 sqrt(2α/λ)``, both in exact arithmetic (the root in 60 digits, rounded
+    up): the noise covers the real sensitivity, not just its float formula."""
     for prof in (TightProfile(), PaperProfile()):
         plan = prof.plan(R=R, lam=lam, m=m, d=d, eps=eps, beta=beta, k=k, G_k=G)
-        exact = 2 * plan.C / (lam * m) + 2 * math.sqrt(2 * plan.alpha / lam)
-        assert plan.sensitivity == pytest.approx(exact)
-        assert plan.noise_scale * eps >= exact * (1 - 1e-12)
+        with decimal.localcontext() as ctx:
+            ctx.prec, ctx.rounding = 60, decimal.ROUND_CEILING
+            root = (2 * decimal.Decimal(plan.alpha) / decimal.Decimal(lam)).sqrt()
+        real = Fraction(2) * Fraction(plan.C) / (Fraction(lam) * m) + 2 * Fraction(root)
+        assert Fraction(plan.sensitivity) >= real
+        assert Fraction(plan.noise_scale) * Fraction(eps) >= Fraction(plan.sensitivity)
+        assert plan.sensitivity == pytest.approx(float(real), rel=1e-14)
         assert plan.radius_plus > 0 and plan.C > 0
 
 

@@ -8,6 +8,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from scipy import stats
 
 from cvxdp.error import ParameterError, PrivacyLeakWarning
@@ -433,3 +435,14 @@ def test_a_noise_scale_below_sensitivity_over_epsilon_is_refused():
     assert L2LaplaceMechanism(1.0, 0.5, 2, scale=4.0).scale == 4.0  # a larger public scale is fine
     with pytest.raises(ParameterError, match="below sensitivity"):
         L2LaplaceMechanism(1.0, 0.5, 2, scale=1.0)
+
+
+@given(st.floats(1e-12, 1e12), st.floats(1e-10, 1e3))
+def test_laplace_scale_covers_the_sensitivity_exactly_and_is_tight(delta, eps):
+    from cvxdp.privacy.mechanisms import laplace_scale
+
+    s = laplace_scale(delta, eps)
+    assert Fraction(s) * Fraction(eps) >= Fraction(delta)
+    below = math.nextafter(s, 0.0)
+    assert Fraction(below) * Fraction(eps) < Fraction(delta)  # the smallest such float
+    assert laplace_scale(np.array([delta, 2.0]), np.array([eps, 0.5])).tolist() == [s, 4.0]

@@ -63,7 +63,7 @@ def noisy_clipped_gd(model: Model, data: Mapping, *, epsilon: float, C: float, s
     examples = model.bind(data)
     source = noise_source(random_state)
     n, d, W = examples.m, model.dim, model.domain
-    sensitivity = 2.0 * C / n
+    sensitivity = float(np.nextafter(2.0 * C / n, np.inf))  # 2C/n rounded up
     eps_step = equal_share(eps, T)  # the largest float with T · eps_step ≤ ε exactly (public)
     mech = L2LaplaceMechanism(sensitivity, eps_step, d)
     s = mech.scale

@@ -21,8 +21,9 @@ from cvxdp._validation import positive_finite, privacy_epsilon
 from cvxdp.erm import ERMSettings, RegularizedERM, solve_certified
 from cvxdp.geometry import Ball
 from cvxdp.model import Model
-from cvxdp.plan.profiles import RoundPlan, certifiable_accuracy
+from cvxdp.plan.profiles import RoundPlan, certifiable_accuracy, output_sensitivity
 from cvxdp.privacy.ledger import PrivacyLedger
+from cvxdp.privacy.mechanisms import laplace_scale
 from cvxdp.privacy.random import noise_source
 from cvxdp.run.release import charge_round, release_round
 
@@ -79,9 +80,10 @@ def clipped_plan(model: Model, n: int, *, epsilon: float, C: float, lam: float,
     lam = positive_finite("lam", lam)
     W = model.domain
     alpha = max(accuracy_share**2 * C * C / (2.0 * lam * n * n), certifiable_accuracy(C, lam, W.diameter))
-    sensitivity = 2.0 * C / (lam * n) + 2.0 * float(np.sqrt(2.0 * alpha / lam))
+    sensitivity = float(output_sensitivity(C, lam, n, alpha))
     nan = float("nan")
-    return RoundPlan(C=C, alpha=alpha, sensitivity=sensitivity, noise_scale=sensitivity / epsilon,
+    return RoundPlan(C=C, alpha=alpha, sensitivity=sensitivity,
+                     noise_scale=float(laplace_scale(sensitivity, epsilon)),
                      radius_plus=nan, bias_radius=nan, noise_radius=nan, accuracy_radius=nan,
                      epsilon=epsilon, lam=lam, m=n, dim=model.dim, radius=W.diameter)
 

@@ -19,7 +19,7 @@ from scipy.special import gammaincinv
 from cvxdp.error import ParameterError
 from cvxdp.plan.schedule import allocation, plan_rounds
 from cvxdp.plan.tail_models import MomentTail, TailModel
-from cvxdp.privacy.mechanisms import L2LaplaceMechanism, snap_granularity
+from cvxdp.privacy.mechanisms import L2LaplaceMechanism, laplace_scale, snap_granularity
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,24 @@ def snap_radii(d: int, scales: np.ndarray) -> np.ndarray:
     mant, expo = np.frexp(np.asarray(scales, float))
     grain = np.ldexp(0.5, expo) * np.where(mant > 0.5, 2.0, 1.0)
     return math.sqrt(d) * grain / 2.0
+
+
+#: ``1 + 8u``: covers the at most ``4u`` relative rounding of the sensitivity formula's five operations.
+SENSITIVITY_ROUNDING = 1.0 + 2.0**-50
+
+
+def output_sensitivity(C, lam, m, alpha):
+    """``Δ ≥ 2C/(λm) + 2 sqrt(2α/λ)`` in exact arithmetic (arrays or floats).
+
+    Privacy (the paper's Lemma 2.5 with an inexact solver): ``F_{C,U,λ}`` is λ-strongly convex on
+    ``U`` and each example enters through a C-Lipschitz term weighted ``1/m``, so exact minimizers
+    of neighbouring data sets are within ``2C/(λm)``; an ``α``-minimizer is within ``sqrt(2α/λ)``
+    of its exact minimizer.  The float formula rounds five times (``λm``, the quotient, ``2α/λ``,
+    the root, the sum; ``2C`` and ``2·`` are exact), each within a relative ``u = 2⁻⁵³``, so it is
+    within ``(1 + u)⁴ − 1 < 4.1u`` of the real value; multiplying by ``1 + 8u`` (one more
+    rounding) lands above it.
+    """
+    return (2.0 * C / (lam * m) + 2.0 * np.sqrt(2.0 * alpha / lam)) * SENSITIVITY_ROUNDING
 
 
 def certifiable_accuracy(C: float, lam: float, R: float) -> float:
@@ -170,7 +188,7 @@ class TightProfile(Profile):
 
     def plan(self, *, R: float, lam: float, m: int, d: int, eps: float, beta: float, k: float,
              G_k: float, C: float | None = None) -> RoundPlan:
-        """Noise ``s = Δ/ε_j`` with the exact sensitivity ``Δ = 2C/(λm) + 2 sqrt(2α/λ)``.
+        """Noise ``s = Δ/ε_j`` (rounded up) with the sensitivity ``Δ = 2C/(λm) + 2 sqrt(2α/λ)`` (rounded up).
 
         Privacy: ``F_{C,U,λ}`` is λ-strongly convex on ``U`` and each example
         enters through a C-Lipschitz term weighted ``1/m``, so exact minimizers
@@ -213,12 +231,13 @@ class TightProfile(Profile):
             vals = acc + bias + s * (quant[:, None] + math.sqrt(d))
             C = grid[np.argmin(vals, axis=1)]
         alpha = np.maximum(kappa * kappa * C * C / (2.0 * lam * m * m), certifiable_accuracy(C, lam, R))
-        sens = 2.0 * C / (lam * m) + 2.0 * np.sqrt(2.0 * alpha / lam)
+        sens = output_sensitivity(C, lam, m, alpha)
         acc = np.sqrt(2.0 * alpha / lam)
         bias = np.sqrt(R * tail.bias_bound(C, m, beta) / lam)
-        noise = sens / eps * quant
-        snap = snap_radii(d, sens / eps)
-        return {"C": C, "alpha": alpha, "sensitivity": sens, "noise_scale": sens / eps,
+        scale = laplace_scale(sens, eps)
+        noise = scale * quant
+        snap = snap_radii(d, scale)
+        return {"C": C, "alpha": alpha, "sensitivity": sens, "noise_scale": scale,
                 "radius_plus": acc + bias + noise + snap, "bias_radius": bias, "noise_radius": noise,
                 "accuracy_radius": acc, "snap_radius": snap}
 
@@ -324,9 +343,9 @@ class PaperProfile(Profile):
             C = ((k - 1.0) * A / (2.0 * B)) ** (2.0 / (k + 1.0))
         alpha = max(C * C * min(1.0, d * ell / eps) ** 2 / (100.0 * lam * m * m),
                     certifiable_accuracy(C, lam, R))
-        sens = 2.0 * C / (lam * m) + 2.0 * math.sqrt(2.0 * alpha / lam)
+        sens = float(output_sensitivity(C, lam, m, alpha))
         # the published scale; never below Δ/ε_j should the accuracy floor have raised Δ
-        s = max(10.0 * C / (eps * lam * m), sens / eps)
+        s = max(10.0 * C / (eps * lam * m), float(laplace_scale(sens, eps)))
         bias = A * C ** (-(k - 1.0) / 2.0)
         noise = B * C
         snap = snap_radius(d, s)

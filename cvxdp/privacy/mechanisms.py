@@ -88,9 +88,9 @@ class L2LaplaceMechanism:
     dim:
         Dimension ``d`` of the released vector.
     scale:
-        The noise scale; default ``Δ/ε``.  A larger public scale (the paper profile's
-        ``10C/(ε_j λ m)``) only lowers the privacy loss ``Δ/s``; one below ``Δ/ε`` (by more
-        than the rounding of that quotient) is refused.
+        The noise scale; default :func:`laplace_scale` (``Δ/ε``, moved up an ulp if it rounded
+        down).  A larger public scale (the paper profile's ``10C/(ε_j λ m)``) only lowers the
+        privacy loss ``Δ/s``; one with ``s·ε < Δ`` in exact arithmetic is refused.
     """
 
     sensitivity: float
@@ -104,9 +104,9 @@ class L2LaplaceMechanism:
         privacy_epsilon(self.epsilon, warn=False)
         positive_int("dim", self.dim)
         if math.isnan(self.scale):
-            object.__setattr__(self, "scale", self.sensitivity / self.epsilon)
+            object.__setattr__(self, "scale", float(laplace_scale(self.sensitivity, self.epsilon)))
         positive_finite("noise scale", self.scale)
-        if self.scale < (self.sensitivity / self.epsilon) * (1.0 - 4.0 * 2.0**-52):
+        if Fraction(self.scale) * Fraction(self.epsilon) < Fraction(self.sensitivity):  # exact
             raise ParameterError("the noise scale of an ℓ2-Laplace release is below sensitivity/ε: the "
                                  "release would not be ε-DP.")
 
@@ -222,10 +222,39 @@ class DiscreteLaplaceCounts:
         return np.array([float(int(c) + int(z)) for c, z in zip(counts, noise, strict=True)])
 
 
+def laplace_scale(sensitivity, epsilon):
+    """The float noise scale ``s = fl(Δ/ε)``, moved up one ulp unless ``s·ε ≥ Δ`` holds exactly.
+
+    ``fl(Δ/ε)`` is within half an ulp of ``Δ/ε`` and can sit below it, which would make the
+    mechanism's privacy loss ``Δ/s`` exceed the ``ε`` the ledger charged by a relative ``2⁻⁵³``; the
+    next float up is above ``Δ/ε``.  Whether ``s·ε ≥ Δ`` is decided exactly from ``p = fl(s·ε)``
+    and its rounding error (Dekker's product): ``p > Δ`` implies ``sε ≥ Δ`` and ``p < Δ`` implies
+    ``sε < Δ`` (rounding is monotone and ``Δ`` is a float); on a tie the error's sign decides.
+    Works on arrays (positive, finite, normal inputs).
+    """
+    s = np.divide(sensitivity, epsilon)
+    p = s * epsilon
+    covered = (p > sensitivity) | ((p == sensitivity) & (_product_error(s, epsilon, p) >= 0.0))
+    out = np.where(covered, s, np.nextafter(s, np.inf))
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def _product_error(a, b, p):
+    """``a·b − p`` exactly (Dekker's two-product with Veltkamp's split; no overflow in the ranges used)."""
+    def split(x):
+        c = 134217729.0 * x  # 2^27 + 1
+        hi = c - (c - x)
+        return hi, x - hi
+
+    ah, al = split(np.asarray(a, float))
+    bh, bl = split(np.asarray(b, float))
+    return ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
 def snap_granularity(scale: float) -> float:
     """The smallest power of two ``Λ ≥ scale`` (an exact float; ``scale`` must be > 0)."""
     m, e = np.frexp(float(scale))
     return float(np.ldexp(0.5, int(e))) * (2.0 if m > 0.5 else 1.0)
 
 
-__all__ = ["DiscreteLaplaceCounts", "L2LaplaceMechanism", "Mechanism", "snap_granularity"]
+__all__ = ["DiscreteLaplaceCounts", "L2LaplaceMechanism", "Mechanism", "laplace_scale", "snap_granularity"]

@@ -207,8 +207,8 @@ def test_certain_membership_is_exact(name):
 def test_distance_lower_bound_is_below_every_feasible_point_and_tight(name):
     """``dist(x, U) ≤ ||x − p||`` for every ``p ∈ U``; the certified bound must sit below the distance to an
     exactly feasible point, and within a few percent of it for these well-conditioned sets."""
-    from cvxdp.erm.problem import distance_lower_bound
     from cvxdp.geometry import Box
+    from cvxdp.geometry.certified import distance_lower_bound
 
     rng = np.random.default_rng(2)
     d = 5

@@ -21,10 +21,11 @@ from cvxdp.erm import (
     solve_certified,
 )
 from cvxdp.erm import joint as joint_module
-from cvxdp.erm.problem import Cut, distance_lower_bound, evaluate_upper, model_minimum
+from cvxdp.erm.problem import Cut, evaluate_upper, model_minimum
 from cvxdp.error import CertificationError
 from cvxdp.extension import LipschitzExtension
 from cvxdp.geometry import Ball, Box, Ellipsoid, Intersection, LocalizedDomain, Simplex, localize
+from cvxdp.geometry.certified import distance_lower_bound
 
 
 def _problem(rng, loss="hinge", m=80, d=3, C=1.2, lam=0.1, region="lens", domain="ball"):

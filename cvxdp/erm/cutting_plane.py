@@ -27,17 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cvxdp.erm.problem import Cut, RegularizedERM, bundle_lower_bound, evaluate_upper
-from cvxdp.geometry import (
-    Ball,
-    Box,
-    Domain,
-    Ellipsoid,
-    Intersection,
-    Lens,
-    LocalizedDomain,
-    Polytope,
-    Simplex,
-)
+from cvxdp.geometry.certified import separating_cut
 
 
 @dataclass
@@ -63,37 +53,6 @@ def iteration_bound(d: int, radius: float, lipschitz: float, eps: float) -> int:
     return math.ceil(2.0 * d * d * math.log(ratio))
 
 
-def separating_cut(region: Domain, x: np.ndarray) -> tuple[np.ndarray, float] | None:
-    """``(a, level)`` with ``σ_U(a) ≤ level < <a, x>`` for ``x ∉ U``; ``None`` when ``x ∈ U``."""
-    if region.contains(x):
-        return None
-    if isinstance(region, Ball | Lens | Box | Simplex | Ellipsoid):
-        a = x - region.project(x)
-        if not np.any(a):
-            a = x - region.interior_point()
-        return a, float(region.support_upper(a))
-    if isinstance(region, LocalizedDomain):
-        cut = separating_cut(region.ball, x)
-        return cut if cut is not None else separating_cut(region.base, x)
-    if isinstance(region, Intersection):
-        for part in region.parts:
-            cut = separating_cut(part, x)
-            if cut is not None:
-                return cut
-        return None
-    if isinstance(region, Polytope):
-        viol = region.A @ x - region.b
-        i = int(np.argmax(viol)) if viol.size else -1
-        if viol.size and viol[i] > 0:
-            return region.A[i].copy(), float(region.b[i])
-        if region.A_eq.shape[0]:
-            r = region.A_eq @ x - region.b_eq
-            j = int(np.argmax(np.abs(r)))
-            sign = np.sign(r[j]) or 1.0
-            return sign * region.A_eq[j], float(sign * region.b_eq[j])
-        return None
-    a = x - region.project(x)
-    return a, float(region.support(a)) + 1e-9 * (1.0 + float(np.abs(region.support(a))))
 
 
 def ellipsoid_method(problem: RegularizedERM, alpha: float, center: np.ndarray, radius: float,

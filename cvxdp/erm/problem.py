@@ -31,7 +31,8 @@ from cvxdp.error import DataError
 from cvxdp.extension import LipschitzExtension
 from cvxdp.extension.affine_reduction import AffineReduction, affine_reduction
 from cvxdp.extension.record_scaling import RecordScaling, scale_steep_records
-from cvxdp.geometry import Ball, Box, Domain, Ellipsoid, Intersection, Lens, LocalizedDomain, Simplex
+from cvxdp.geometry import Domain
+from cvxdp.geometry.certified import distance_lower_bound
 from cvxdp.loss import Examples
 from cvxdp.model import Model
 from cvxdp.numerics import EPS, rounding_margin
@@ -165,56 +166,8 @@ class ERMCertificate:
         return bool(self.gap <= self.required)
 
 
-def _largest_lower(*bounds: float) -> float:
-    """The largest of several valid lower bounds on a distance, NaN-safe: ``0`` if none is usable.
-
-    Python's ``max`` keeps a leading NaN (``max(nan, 1) = nan``, ``max(1, nan) = 1``), so NaNs are
-    dropped first; ``0`` is always a valid lower bound on a distance.
-    """
-    return max([0.0, *(float(b) for b in bounds if not math.isnan(b))])
 
 
-def distance_lower_bound(region: Domain, x: np.ndarray) -> float:
-    """A certified lower bound on ``dist(x, U)``.
-
-    Exact projection (minus a rounding margin) for balls, lenses, boxes and
-    simplices; for ellipsoids, weak duality along the direction to the computed
-    projection (whose support function is charged for the eigendecomposition's
-    error); for ``W ∩ B`` and intersections the largest of
-    the parts' bounds (each part contains the set); otherwise the distance to
-    a bounding ball.
-
-    Fails closed: a non-finite ``x`` or a NaN anywhere in the computation gives ``0``
-    (the vacuous bound), never NaN — a too *large* distance would lift the model's minimum
-    above the truth.
-    """
-    x = np.asarray(x, dtype=float)
-    if not np.all(np.isfinite(x)):
-        return 0.0
-    if isinstance(region, Ellipsoid):
-        # weak duality, dist(x, U) ≥ <v, x> − σ_U(v) for any unit v, with v toward the projection;
-        # σ_U comes from a float eigendecomposition, whose error grows with the condition number
-        p = region.project(x)
-        dist = float(np.linalg.norm(x - p))
-        ball = distance_lower_bound(Ball(*region.bounding_ball()), x)
-        if not dist > 0.0:
-            return ball
-        v = (x - p) / dist
-        sig = float(region.support(v))
-        cond = region.condition_number
-        margin = (x.size + 64.0) * EPS * (cond + 1.0) * (abs(float(v @ region.center)) + abs(sig)
-                                                        + float(np.linalg.norm(x)))
-        return _largest_lower(float(v @ x) - sig - margin, ball)
-    if isinstance(region, Ball | Lens | Box | Simplex):
-        dist = float(np.linalg.norm(x - region.project(x)))
-        return _largest_lower(dist * (1.0 - 1e-12) - 64 * EPS * (1.0 + float(np.linalg.norm(x))))
-    if isinstance(region, LocalizedDomain):
-        return _largest_lower(distance_lower_bound(region.ball, x), distance_lower_bound(region.base, x))
-    if isinstance(region, Intersection):
-        return _largest_lower(*(distance_lower_bound(p, x) for p in region.parts
-                                if np.isfinite(p.bounding_ball()[1])))
-    c, r = region.bounding_ball()
-    return distance_lower_bound(Ball(c, r), x)
 
 
 def model_minimum(problem: RegularizedERM, g: np.ndarray, beta: float) -> float:

@@ -1,4 +1,4 @@
-"""Support functions with their rounding charged: what a certified bound may assume about a region.
+"""Certified facts about a region: support functions, distances and separating cuts with rounding charged.
 
 ``σ_U(v) = max_{u∈U} <u, v>`` enters every certified bracket and every per-example Lipschitz
 constant.  Closed forms exist for balls, lenses, boxes, simplices and ellipsoids (the last with the
@@ -9,6 +9,8 @@ shared solver run.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from cvxdp.geometry.ball import Ball
@@ -18,6 +20,7 @@ from cvxdp.geometry.ellipsoid import Ellipsoid
 from cvxdp.geometry.intersection import Intersection
 from cvxdp.geometry.lens import Lens
 from cvxdp.geometry.localized import LocalizedDomain
+from cvxdp.geometry.polytope import Polytope
 from cvxdp.geometry.simplex import Simplex
 from cvxdp.numerics import EPS
 
@@ -91,5 +94,97 @@ def row_support_bound(domain: Domain, v: np.ndarray) -> tuple[np.ndarray, np.nda
         return s, (d + 64.0) * EPS * reach * 2.0 * vn
 
 
-__all__ = ["has_exact_support", "per_row_support_upper", "row_support_bound", "support_rounding",
-           "support_upper"]
+def _largest_lower(*bounds: float) -> float:
+    """The largest of several valid lower bounds on a distance, NaN-safe: ``0`` if none is usable.
+
+    Python's ``max`` keeps a leading NaN (``max(nan, 1) = nan``, ``max(1, nan) = 1``), so NaNs are
+    dropped first; ``0`` is always a valid lower bound on a distance.
+    """
+    return max([0.0, *(float(b) for b in bounds if not math.isnan(b))])
+
+
+def distance_lower_bound(region: Domain, x: np.ndarray) -> float:
+    """A certified lower bound on ``dist(x, U)``.
+
+    Exact projection (minus a rounding margin) for balls, lenses, boxes and
+    simplices; for ellipsoids, weak duality along the direction to the computed
+    projection (whose support function is charged for the eigendecomposition's
+    error); for ``W ∩ B`` and intersections the largest of
+    the parts' bounds (each part contains the set); otherwise the distance to
+    a bounding ball.
+
+    Fails closed: a non-finite ``x`` or a NaN anywhere in the computation gives ``0``
+    (the vacuous bound), never NaN — a too *large* distance would lift the model's minimum
+    above the truth.
+    """
+    x = np.asarray(x, dtype=float)
+    if not np.all(np.isfinite(x)):
+        return 0.0
+    if isinstance(region, Ellipsoid):
+        # weak duality, dist(x, U) ≥ <v, x> − σ_U(v) for any unit v, with v toward the projection;
+        # σ_U comes from a float eigendecomposition, whose error grows with the condition number
+        p = region.project(x)
+        dist = float(np.linalg.norm(x - p))
+        ball = distance_lower_bound(Ball(*region.bounding_ball()), x)
+        if not dist > 0.0:
+            return ball
+        v = (x - p) / dist
+        sig = float(region.support(v))
+        cond = region.condition_number
+        margin = (x.size + 64.0) * EPS * (cond + 1.0) * (abs(float(v @ region.center)) + abs(sig)
+                                                        + float(np.linalg.norm(x)))
+        return _largest_lower(float(v @ x) - sig - margin, ball)
+    if isinstance(region, Ball | Lens | Box | Simplex):
+        dist = float(np.linalg.norm(x - region.project(x)))
+        return _largest_lower(dist * (1.0 - 1e-12) - 64 * EPS * (1.0 + float(np.linalg.norm(x))))
+    if isinstance(region, LocalizedDomain):
+        return _largest_lower(distance_lower_bound(region.ball, x), distance_lower_bound(region.base, x))
+    if isinstance(region, Intersection):
+        return _largest_lower(*(distance_lower_bound(p, x) for p in region.parts
+                                if np.isfinite(p.bounding_ball()[1])))
+    c, r = region.bounding_ball()
+    return distance_lower_bound(Ball(c, r), x)
+
+
+def separating_cut(region: Domain, x: np.ndarray) -> tuple[np.ndarray, float] | None:
+    """``(a, level)`` with ``σ_U(a) ≤ level < <a, x>`` for ``x ∉ U``; ``None`` when ``x ∈ U``."""
+    if region.contains(x):
+        return None
+    if isinstance(region, Ball | Lens | Box | Simplex | Ellipsoid):
+        a = x - region.project(x)
+        if not np.any(a):
+            a = x - region.interior_point()
+        return a, float(region.support_upper(a))
+    if isinstance(region, LocalizedDomain):
+        cut = separating_cut(region.ball, x)
+        return cut if cut is not None else separating_cut(region.base, x)
+    if isinstance(region, Intersection):
+        for part in region.parts:
+            cut = separating_cut(part, x)
+            if cut is not None:
+                return cut
+        return None
+    if isinstance(region, Polytope):
+        viol = region.A @ x - region.b
+        i = int(np.argmax(viol)) if viol.size else -1
+        if viol.size and viol[i] > 0:
+            return region.A[i].copy(), float(region.b[i])
+        if region.A_eq.shape[0]:
+            r = region.A_eq @ x - region.b_eq
+            j = int(np.argmax(np.abs(r)))
+            sign = np.sign(r[j]) or 1.0
+            return sign * region.A_eq[j], float(sign * region.b_eq[j])
+        return None
+    a = x - region.project(x)
+    return a, float(region.support(a)) + 1e-9 * (1.0 + float(np.abs(region.support(a))))
+
+
+__all__ = [
+    "distance_lower_bound",
+    "has_exact_support",
+    "per_row_support_upper",
+    "row_support_bound",
+    "separating_cut",
+    "support_rounding",
+    "support_upper",
+]

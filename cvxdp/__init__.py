@@ -29,10 +29,13 @@ from cvxdp.estimators import PrivateLADRegressor, PrivateLinearSVM, PrivateQuant
 from cvxdp.extension import ExtensionEvaluation, ExtensionSettings, LipschitzExtension
 from cvxdp.loss import Examples, Loss
 from cvxdp.model import Model
+from cvxdp.plan.planner import ReleasePlan
+from cvxdp.plan.profiles import PaperProfile, TightProfile
 from cvxdp.privacy.accountant import BudgetAccountant
 from cvxdp.privacy.ledger import PrivacyLedger
 from cvxdp.privacy.mechanisms import L2LaplaceMechanism
 from cvxdp.problem import PrivateProblem, PrivateResult
+from cvxdp.run.executor import ProcessExecutor, SerialExecutor
 
 __version__ = "0.1.0"
 
@@ -55,6 +58,7 @@ __all__ = [
     "Model",
     "ModelError",
     "NonConvexLossError",
+    "PaperProfile",
     "ParameterError",
     "PrivacyBudgetError",
     "PrivacyLeakWarning",
@@ -64,7 +68,11 @@ __all__ = [
     "PrivateProblem",
     "PrivateQuantileRegressor",
     "PrivateResult",
+    "ProcessExecutor",
+    "ReleasePlan",
+    "SerialExecutor",
     "SolverError",
+    "TightProfile",
     "UnboundedDomainError",
     "UncertifiableLossError",
     "UtilityWarning",

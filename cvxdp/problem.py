@@ -68,6 +68,9 @@ class PrivateResult:
         ``certificate`` (the certified gap, its bounds, the solver path, seconds —
         data-dependent) is kept only with ``diagnostics=True`` and is ``None``
         otherwise.
+    release_plan:
+        The :class:`~cvxdp.plan.planner.ReleasePlan` the fit ran (print it with ``describe()``): a
+        function of the public inputs and, with the tail histogram, of that release.
     diagnostics_enabled:
         Whether ``solve(..., diagnostics=True)`` was asked for (a public choice).
     certificates, timings, diagnostics:

@@ -18,7 +18,7 @@ from scipy.special import gammaincinv
 
 from cvxdp.error import ParameterError
 from cvxdp.plan.schedule import allocation, plan_rounds
-from cvxdp.plan.tail_models import MomentTail, TailModel
+from cvxdp.plan.tail_models import TailModel, moment_tail
 from cvxdp.privacy.mechanisms import L2LaplaceMechanism, laplace_scale, snap_granularity
 
 
@@ -219,7 +219,7 @@ class TightProfile(Profile):
         """
         kappa = self.kappa
         quant = gammaincinv(d, 1.0 - beta)
-        tail = self.tail if self.tail is not None else MomentTail(k, G_k)
+        tail = self.tail if self.tail is not None else moment_tail(float(k), float(G_k))
         if C is None and self.clip is not None:
             C = np.full(R.shape, self.clip)
         if C is None:

@@ -10,6 +10,7 @@ it never sets the noise.  A *tail model* bounds that bias at level ``β`` from p
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Protocol
 
 import numpy as np
@@ -122,12 +123,18 @@ class MomentTail:
         return self.G_k
 
 
+@lru_cache(maxsize=64)
+def moment_tail(k: float, G_k: float) -> MomentTail:
+    """The :class:`MomentTail` of ``(k, G_k)``, one per pair, so its moment curves are computed once."""
+    return MomentTail(k, G_k)
+
+
 class CombinedTail:
     """The smaller of two bias bounds: the private estimate and the public worst case."""
 
     def __init__(self, estimate: TailProfile, k: float, G_k: float) -> None:
         self.estimate, self.k, self.G_k = estimate, float(k), float(G_k)
-        self._worst = MomentTail(k, G_k)
+        self._worst = moment_tail(float(k), float(G_k))
 
     def bias_bound(self, C: np.ndarray, m, beta) -> np.ndarray:
         return np.minimum(self._worst.bias_bound(C, m, beta), self.estimate.bias_bound(C, m, beta))

@@ -819,6 +819,30 @@ def _box_feature_pair() -> tuple[dict, dict]:
     return {"x": X0, "y": y}, {"x": X, "y": y.copy()}
 
 
+def _oblique_steep_pair() -> tuple[dict, dict]:
+    """LAD data in ``d = 2`` on the radius-2 ball; the last example is ``x = (10⁶⁰, 3·10⁵⁹)``,
+    ``y = −10⁹⁰`` in ``data_0`` and an ordinary one in ``data_1``.
+
+    The record is one affine piece of slope ``||x|| ≈ 10⁶⁰`` on ``W``, minimized next to the
+    sphere's pole ``−2x/||x||``; a float point there is off the pole by a rounding ``δ``, which
+    cost ``||x||·r·δ²`` and made every fit of ``data_0`` refuse until the poles were computed in
+    high precision (found by review; axis-aligned rows like ``(10⁶⁰, 0)`` always released).
+    """
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 2))
+    y = X @ np.array([0.5, -0.5]) + rng.standard_normal(60)
+    X0, y0 = X.copy(), y.copy()
+    X0[-1], y0[-1] = [1e60, 3e59], -1e90
+    return {"x": X0, "y": y0}, {"x": X, "y": y}
+
+
+def _lad_ball2_model() -> Model:
+    from cvxdp import losses
+
+    w = cp.Variable(2)
+    return Model(losses.absolute(w), [cp.norm(w, 2) <= 2.0])
+
+
 def _register() -> dict[str, Scenario]:
     from cvxdp.estimators import PrivateLADRegressor, PrivateLinearSVM, PrivateQuantileRegressor
 
@@ -924,6 +948,14 @@ def _register() -> dict[str, Scenario]:
         "LAD on a box (the conic path, steep records scaled), n=40, one feature row 1e12 vs a typical one",
         _box_feature_pair, solve_fit(lambda: _lad_box_model(2), algorithm="output-perturbation", **defaults),
         full_runs=2000, quick_runs=100))
+    # an oblique steep record on a ball: the exact path's poles
+    for algorithm, full, quick in (("output-perturbation", 2000, 100), ("recursive", 100, 0)):
+        out.append(Scenario(
+            f"lad-oblique-row-1e60/{algorithm}",
+            f"LAD on a ball, n=60, one row x=(1e60, 3e59), y=-1e90 vs an ordinary one, algorithm={algorithm!r}",
+            _oblique_steep_pair, solve_fit(_lad_ball2_model, algorithm=algorithm, epsilon=1.0, moment_k=4.0,
+                                           G_k=3.0),
+            full_runs=full, quick_runs=quick, coupled_runs=1, same_tail=False))
     return {sc.name: sc for sc in out}
 
 

@@ -388,3 +388,19 @@ def test_logistic_conjugate_bound_at_the_ends_of_its_domain():
             assert Fraction(true) * c <= up
     assert _link_conjugate("logistic", c, Fraction(0), -Fraction(1, 10**9), 60) is None
     assert _link_conjugate("logistic", c, Fraction(0), c + Fraction(1, 10**9), 60) is None
+
+
+@pytest.mark.parametrize("x, y", [((1e40, 3e39), -1e50), ((1e60, 3e59), -1e90), ((3e59, 1e60), 1e61)])
+def test_an_oblique_steep_record_is_bracketed_at_its_pole(x, y):
+    """A record that is one affine piece of slope ``||x||`` on the ball is minimized next to the pole
+    ``−r·x/||x||``; a float point there is off by a rounding δ along the sphere, which cost
+    ``||x||·r·δ²`` (10⁶ at 10⁴⁰) and made every fit refuse (found by review).  The poles are
+    candidates in high precision now: the bracket meets the tolerance at every query."""
+    w = cp.Variable(2)
+    model = cvxdp.Model(cvxdp.losses.absolute(w), [cp.norm(w, 2) <= 2.0])
+    ex = model.bind({"x": np.array([x]), "y": np.array([y])})
+    ext = cvxdp.LipschitzExtension(model, 9.0)
+    off = ext.level_offsets(ex)
+    for q in (np.zeros(2), np.array([1.0, -0.5]), np.array([-1.2, 1.5])):
+        ev = ext.evaluate(q, ex, tolerance=1e-9, offsets=off)
+        assert ev.certified[0] and ev.upper[0] - ev.lower[0] <= 1e-9

@@ -349,6 +349,13 @@ def exact_bracket(w: np.ndarray, a: np.ndarray, b: float, slopes: np.ndarray, in
     candidates: list[Vector] = []
     for yf in y_props:
         candidates.extend(_upper_candidates(yf, a, P, q, kq, eq, bq, balls, qballs, shrink, digits))
+    # a piece κ_j(<a, y> + b) + e_j steeper than C is minimized over a ball next to a pole
+    # c ∓ r·a/||a|| (within an angle ~C/(|κ_j| ||a||)); a float proposal there is off along the
+    # sphere by a rounding δ, which costs |κ_j| ||a|| r δ² — 10⁶ at a slope of 10⁴⁰ — so the poles
+    # (and a lens's rim points), from the exact direction a in high precision, are candidates too
+    if float(np.max(np.abs(slopes))) * float(np.linalg.norm(a)) > C:
+        candidates.extend(_poles(a, balls, qballs, shrink, digits))
+        candidates.extend(_rim_points(a, region, qballs, shrink, digits))  # a lens: its rim
     best_upper, best_y, y_out = _best_candidate(candidates, value, y_props[0], region, qballs, bits)
 
     # ---- lower: exact minorants for a few (g, θ) ---------------------------------------------------

@@ -952,7 +952,7 @@ def _register() -> dict[str, Scenario]:
     for algorithm, full, quick in (("output-perturbation", 2000, 100), ("recursive", 100, 0)):
         out.append(Scenario(
             f"lad-oblique-row-1e60/{algorithm}",
-            f"LAD on a ball, n=60, one row x=(1e60, 3e59), y=-1e90 vs an ordinary one, algorithm={algorithm!r}",
+            f"LAD on a ball, n=60, one row x=(1e60, 3e59), y=-1e90 vs an ordinary one, {algorithm}",
             _oblique_steep_pair, solve_fit(_lad_ball2_model, algorithm=algorithm, epsilon=1.0, moment_k=4.0,
                                            G_k=3.0),
             full_runs=full, quick_runs=quick, coupled_runs=1, same_tail=False))

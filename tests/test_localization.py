@@ -22,7 +22,7 @@ from cvxdp.plan.schedule import allocation, choose_schedule, phase_schedule, rou
 from cvxdp.plan.tail_models import empirical_bias_bound, extension_bias_mean, extension_bias_second_moment
 from cvxdp.privacy.ledger import PrivacyLedger
 from cvxdp.run.population import majority_vote
-from cvxdp.run.release import charge_round, release_round
+from cvxdp.run.release import Charge, charge_round, release_round
 
 
 @pytest.mark.parametrize("S", [1, 2, 3, 6])
@@ -194,19 +194,26 @@ def test_overspending_release_is_refused_before_noise(rng):
 
 
 def test_a_release_without_its_charge_is_refused_before_noise(rng):
-    """``release_round`` needs the ledger entry of its round, and the entry must cover the mechanism."""
+    """``release_round`` needs an unused charge of its round that covers its mechanism exactly."""
     problem, plan = _small_erm(rng)
     ledger = PrivacyLedger(50, 1.0)
-    short = ledger.charge(plan.epsilon / 2, np.arange(50), mechanism="too little", batch="all",
-                          sensitivity=plan.sensitivity)
+    short = Charge(ledger.charge(plan.epsilon / 2, np.arange(50), mechanism="too little", batch="all",
+                                 sensitivity=plan.sensitivity, noise_scale=plan.noise_scale))
     src = CountingSource(0)
     with pytest.raises(PrivacyBudgetError, match="does not cover"):
         release_round(problem, plan, charge=short, source=src)
-    assert src.draws == 0
     half = replace(plan, epsilon=plan.epsilon / 2, noise_scale=2 * plan.noise_scale)
+    fewer = charge_round(PrivacyLedger(50, 1.0), half, np.arange(49), batch="all")  # another batch
+    with pytest.raises(PrivacyBudgetError, match="does not cover"):
+        release_round(problem, half, charge=fewer, source=src)
+    assert src.draws == 0
     entry = charge_round(ledger, half, np.arange(50), batch="all")
     w, cert = release_round(problem, half, charge=entry, source=src)
     assert src.draws > 0 and problem.model.domain.contains(w) and cert.gap <= plan.alpha
+    draws = src.draws
+    with pytest.raises(PrivacyBudgetError, match="used already"):  # one charge, one release
+        release_round(problem, half, charge=entry, source=src)
+    assert src.draws == draws
 
 
 def test_uncertified_point_is_never_released(rng, monkeypatch):

@@ -38,11 +38,10 @@ from cvxdp.error import CertificationError, ParameterError
 from cvxdp.loss import Examples
 from cvxdp.model import Model
 from cvxdp.plan.planner import BatchPlan, ReleasePlan
-from cvxdp.privacy.ledger import LedgerEntry
 from cvxdp.privacy.random import NoiseSource
 from cvxdp.run.executor import Executor, SerialExecutor
 from cvxdp.run.recursive import BatchResult, recursive_localization
-from cvxdp.run.release import LocalizationStep
+from cvxdp.run.release import Charge, LocalizationStep
 
 
 def majority_vote(candidates: np.ndarray, radius: float) -> int:
@@ -82,7 +81,7 @@ class GroupJob:
     examples: Examples
     batch: BatchPlan
     w0: np.ndarray
-    charges: list[LedgerEntry]
+    charges: list[Charge]
     source: NoiseSource
     erm: ERMSettings | None
 

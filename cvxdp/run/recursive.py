@@ -23,9 +23,8 @@ from cvxdp.geometry import localize
 from cvxdp.loss import Examples
 from cvxdp.model import Model
 from cvxdp.plan.planner import BatchPlan
-from cvxdp.privacy.ledger import LedgerEntry
 from cvxdp.privacy.random import NoiseSource
-from cvxdp.run.release import LocalizationStep, release_round
+from cvxdp.run.release import Charge, LocalizationStep, release_round
 
 
 @dataclass
@@ -37,7 +36,7 @@ class BatchResult:
 
 
 def recursive_localization(model: Model, examples: Examples, batch: BatchPlan, *, w0: np.ndarray,
-                           charges: list[LedgerEntry], source: NoiseSource,
+                           charges: list[Charge], source: NoiseSource,
                            erm: ERMSettings | None = None) -> BatchResult:
     """Algorithm 3 on ``examples`` (the batch's rows) with the rounds of ``batch``, regularized to ``w0``."""
     W = model.domain

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -65,22 +66,35 @@ class LocalizationStep:
         return self.plan.radius_plus
 
 
+@dataclass
+class Charge:
+    """A ledger entry for one release, good for one :func:`release_round` only.
+
+    :func:`charge_round` makes it when the ledger accepts the charge; ``release_round`` checks that
+    it covers the release's mechanism and the batch it reads, and uses it up, so one charge cannot
+    pay for two releases in this process.
+    """
+
+    entry: LedgerEntry
+    used: bool = False
+
+
 def charge_round(ledger: PrivacyLedger, plan: RoundPlan, indices: np.ndarray, *, batch: str,
-                 mechanism: str = MECHANISM_LABEL, note: str = "") -> LedgerEntry:
+                 mechanism: str = MECHANISM_LABEL, note: str = "") -> Charge:
     """Charge one round's ``ε`` to the examples it reads (refused, exactly, if it would overspend)."""
-    return ledger.charge(plan.epsilon, indices, mechanism=mechanism, batch=batch,
-                         sensitivity=plan.sensitivity, noise_scale=plan.noise_scale, note=note)
+    return Charge(ledger.charge(plan.epsilon, indices, mechanism=mechanism, batch=batch,
+                                sensitivity=plan.sensitivity, noise_scale=plan.noise_scale, note=note))
 
 
 def charge_plan(ledger: PrivacyLedger, plan: ReleasePlan,
-                indices_of: Callable[[BatchPlan], np.ndarray]) -> dict[tuple[int, int], list[LedgerEntry]]:
+                indices_of: Callable[[BatchPlan], np.ndarray]) -> dict[tuple[int, int], list[Charge]]:
     """Pre-flight: charge every round of ``plan`` before the fit draws any noise.
 
     The charges are a function of the plan (public) and of which examples each batch reads (a
     public partition); the ledger refuses, exactly, any that would take an example past its total,
     and then nothing of the fit has been released.  Returns the entries per ``(phase, group)``.
     """
-    entries: dict[tuple[int, int], list[LedgerEntry]] = {}
+    entries: dict[tuple[int, int], list[Charge]] = {}
     for b in plan.batches:
         idx = indices_of(b)
         entries[(b.phase, b.group)] = [
@@ -90,20 +104,27 @@ def charge_plan(ledger: PrivacyLedger, plan: ReleasePlan,
     return entries
 
 
-def release_round(problem: RegularizedERM, plan: RoundPlan, *, charge: LedgerEntry, source: NoiseSource,
+def release_round(problem: RegularizedERM, plan: RoundPlan, *, charge: Charge, source: NoiseSource,
                   erm: ERMSettings | None = None, mechanism: Mechanism | None = None,
                   minimizer: Callable | None = None, snap: bool = True) -> tuple[np.ndarray, ERMCertificate]:
     """Run Algorithm 2 on ``problem`` (its ``region`` is ``U``, its ``C`` and ``λ`` the plan's).
 
-    ``charge`` is the ledger entry of this round (:func:`charge_round`); its ``ε`` must cover the
-    mechanism's.  ``mechanism`` defaults to the plan's (:meth:`RoundPlan.mechanism`); ``minimizer``
-    (default :func:`~cvxdp.erm.solver.solve_certified`) may be a memo of it on the same problem —
-    the audit's cache.  Returns the released point and the certificate (a diagnostic).
+    ``charge`` is this round's :class:`Charge` (:func:`charge_round`), unused: its entry must read
+    the problem's ``m`` examples and cover the mechanism — the same sensitivity and noise scale, and
+    ``s·ε ≥ Δ`` in exact arithmetic for the ``ε`` it charged.  Any mismatch is refused before the
+    solve and before any noise.  ``mechanism`` defaults to the plan's (:meth:`RoundPlan.mechanism`);
+    ``minimizer`` (default :func:`~cvxdp.erm.solver.solve_certified`) may be a memo of it on the same
+    problem — the audit's cache.  Returns the released point and the certificate (a diagnostic).
     """
     mech = plan.mechanism() if mechanism is None else mechanism
-    if not (charge.epsilon >= mech.epsilon and charge.sensitivity == mech.sensitivity):
-        raise PrivacyBudgetError("the ledger entry of this release does not cover its mechanism; nothing "
-                                 "was released.")
+    entry = charge.entry
+    covered = (not charge.used and entry.n_examples == problem.m and entry.sensitivity == mech.sensitivity
+               and entry.noise_scale == mech.scale
+               and Fraction(mech.scale) * Fraction(entry.epsilon) >= Fraction(mech.sensitivity))
+    if not covered:
+        raise PrivacyBudgetError("the ledger entry of this release does not cover it (used already, another "
+                                 "batch, or another mechanism); nothing was released.")
+    charge.used = True
     solve = solve_certified if minimizer is None else minimizer
     w_tilde, cert = solve(problem, plan.alpha, erm)
     if not (cert.gap <= plan.alpha and np.all(np.isfinite(w_tilde))):  # fail closed, before any noise
@@ -132,4 +153,4 @@ def release_point(w_tilde: np.ndarray, mechanism: Mechanism, domain: Domain,
     return out
 
 
-__all__ = ["LocalizationStep", "charge_plan", "charge_round", "release_point", "release_round"]
+__all__ = ["Charge", "LocalizationStep", "charge_plan", "charge_round", "release_point", "release_round"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import cvxpy as cp
 import numpy as np
 import pytest
@@ -38,6 +40,26 @@ def test_process_pool_gives_the_serial_result_bit_for_bit():
     assert len(serial.steps) == 6 and parallel.ledger.spent <= 2.0
 
 
+@pytest.mark.slow
+def test_workers_print_nothing_a_record_could_decide(capfd):
+    """Worker processes run under the fit's numpy error settings (off) and hand their warnings back:
+    a record of 10¹⁰⁰ made the workers print overflow warnings that the serial run never prints
+    (found by review)."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((600, 2))
+    y = X @ np.array([0.5, -0.5]) + rng.standard_normal(600)
+    X[7], y[7] = [1e100, -1e100], 1e100
+    w = cp.Variable(2)
+    model = cvxdp.Model(cvxdp.losses.squared(w), [cp.norm(w, 2) <= 2.0])
+    kw = dict(epsilon=1.0, moment_k=4, G_k=3.0, tail_share=0.0, boosting_groups=3, max_phases=1)
+    with ProcessExecutor(workers=2) as pool, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cvxdp.PrivateProblem(model).solve({"x": X, "y": y}, executor=pool, **kw)
+    _, err = capfd.readouterr()
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert "Warning" not in err and "overflow" not in err
+
+
 def test_a_shared_noise_source_is_refused_before_anything_is_read():
     model, data, kw = _fit_inputs(n=200)
     src = CountingSource(0)
@@ -63,3 +85,12 @@ def test_executors_keep_job_order_and_refuse_strangers():
         get_executor("processes")
     with pytest.raises(ParameterError):
         ProcessExecutor(workers=0)
+
+    class CompletionOrder:  # has map and remote, but is not an Executor: its order is not promised
+        remote = False
+
+        def map(self, fn, jobs):
+            return reversed([fn(j) for j in jobs])
+
+    with pytest.raises(ParameterError):
+        get_executor(CompletionOrder())

@@ -152,9 +152,12 @@ class PublicInputs:
             raise ParameterError(f"n must be an integer number of examples, got {type(n).__name__}.")
         if n < max(10, 2 * self.d):
             raise ParameterError(f"n = {n} examples are too few; at least {max(10, 2 * self.d)} needed.")
-        if self.algorithm == "population":
-            phase_schedule(n, self.d, self.epsilon, self.moment_k, 1.0, 1.0, self.D,
-                           self.boosting_groups or 1)
+        if self.algorithm == "population":  # the planner's group count, from n, d and δ alone
+            groups = self.boosting_groups
+            if groups is None:
+                first = phase_schedule(n, self.d, self.epsilon, self.moment_k, 1.0, 1.0, self.D, 1)
+                groups = self.profile.boosting_groups(first.phases, self.delta)
+            phase_schedule(n, self.d, self.epsilon, self.moment_k, 1.0, 1.0, self.D, groups)
         return replace(self, n=int(n))
 
 

@@ -13,26 +13,45 @@ order, as in a serial run — and nothing of the phase is released (the vote nee
 
 from __future__ import annotations
 
+import abc
 import concurrent.futures
 import multiprocessing
+import warnings
 from collections.abc import Callable, Iterable, Iterator
-from typing import Protocol, runtime_checkable
+from concurrent.futures.process import BrokenProcessPool
+
+import numpy as np
 
 from cvxdp._validation import positive_int
 from cvxdp.error import ParameterError
 
 
-@runtime_checkable
-class Executor(Protocol):
-    """Runs ``fn`` on every job and yields the results in job order."""
+class Executor(abc.ABC):
+    """Runs ``fn`` on every job and yields the results in job order (a new backend subclasses this).
+
+    The order is part of the contract: the majority vote of Algorithm 1 breaks ties by position, so
+    results in completion order would let solve times pick the model.  A job that raises makes
+    ``map`` raise, and a backend that runs jobs elsewhere (``remote``) must give them this
+    process's floating-point error settings and bring their warnings back (as
+    :class:`ProcessExecutor` does), or what a run prints would depend on where it ran.
+    """
 
     #: Whether jobs run outside this process (then their noise sources must be independent objects).
-    remote: bool
+    remote: bool = False
 
+    @abc.abstractmethod
     def map(self, fn: Callable, jobs: Iterable) -> Iterator: ...
 
 
-class SerialExecutor:
+def _run_isolated(fn: Callable, job, errors: dict) -> tuple[object, list[tuple[type, str]]]:
+    """``fn(job)`` in a worker, under the caller's numpy error settings, with its warnings recorded."""
+    with np.errstate(**errors), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = fn(job)
+    return result, [(w.category, str(w.message)) for w in caught]
+
+
+class SerialExecutor(Executor):
     """The default: every job in this process, one after another."""
 
     remote = False
@@ -45,7 +64,7 @@ class SerialExecutor:
         return "SerialExecutor()"
 
 
-class ProcessExecutor:
+class ProcessExecutor(Executor):
     """Jobs in a pool of ``workers`` processes (``concurrent.futures``).
 
     The pool starts on the first ``map`` and is kept for later phases and fits until :meth:`close`
@@ -72,10 +91,17 @@ class ProcessExecutor:
         if self._pool is None:
             context = multiprocessing.get_context(self.start_method)
             self._pool = concurrent.futures.ProcessPoolExecutor(self.workers, mp_context=context)
-        futures = [self._pool.submit(fn, job) for job in jobs]
+        errors = np.geterr()  # a fit runs with numpy's warnings off; so must its workers
+        futures = [self._pool.submit(_run_isolated, fn, job, errors) for job in jobs]
         try:
             for future in futures:
-                yield future.result()
+                result, caught = future.result()
+                for category, message in caught:  # re-issued here, under this process's filters
+                    warnings.warn(message, category, stacklevel=2)
+                yield result
+        except BrokenProcessPool:
+            self.close()  # a dead worker breaks the pool for good: the next map starts a new one
+            raise
         finally:
             for future in futures:
                 future.cancel()
@@ -83,8 +109,8 @@ class ProcessExecutor:
     def close(self) -> None:
         """Shut the worker pool down (a later ``map`` starts a new one)."""
         if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+            pool, self._pool = self._pool, None
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def __enter__(self) -> ProcessExecutor:
         return self
@@ -102,12 +128,12 @@ class ProcessExecutor:
 
 
 def get_executor(executor: Executor | None) -> Executor:
-    """``None`` → :class:`SerialExecutor`; an object with ``map`` and ``remote`` is used as given."""
+    """``None`` → :class:`SerialExecutor`; an :class:`Executor` is used as given."""
     if executor is None:
         return SerialExecutor()
     if not isinstance(executor, Executor):
-        raise ParameterError(f"executor must be a cvxdp executor (SerialExecutor, ProcessExecutor) or "
-                             f"None, got {type(executor).__name__}.")
+        raise ParameterError(f"executor must be a cvxdp Executor (SerialExecutor, ProcessExecutor, or a "
+                             f"subclass) or None, got {type(executor).__name__}.")
     return executor
 
 

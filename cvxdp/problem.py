@@ -284,6 +284,7 @@ class PrivateProblem:
                              moment_bound=float(plan.G_k), diagnostics_enabled=diagnostics,
                              _timings=timings if diagnostics else None, release_plan=plan)
 
+    @_no_floating_point_warnings
     def plan(self, *, n: int, epsilon: float, moment_k: float, G_k: float | str, **options) -> ReleasePlan:
         """The dry run: the :class:`~cvxdp.plan.planner.ReleasePlan` of :meth:`solve` for ``n`` examples.
 

@@ -13,6 +13,7 @@ from fractions import Fraction
 import cvxpy as cp
 import numpy as np
 import pytest
+from scipy.special import gammaincinv
 
 import cvxdp
 from cvxdp.error import ParameterError
@@ -20,7 +21,9 @@ from cvxdp.geometry import localize
 from cvxdp.plan.inputs import PublicInputs
 from cvxdp.plan.planner import Planner
 from cvxdp.plan.profiles import TightProfile
-from cvxdp.plan.schedule import batch_rounds, phase_radii, plan_rounds
+from cvxdp.plan.schedule import allocation, batch_rounds, phase_radii, plan_rounds
+from cvxdp.plan.tail_models import empirical_bias_bound
+from cvxdp.privacy.mechanisms import laplace_scale
 
 GOLDEN = pathlib.Path(__file__).parent / "golden"
 sys.path.insert(0, str(GOLDEN))
@@ -39,7 +42,7 @@ def _lad_model(d=3):
 @pytest.mark.parametrize("name", PUBLIC_CASES)
 def test_dry_run_equals_the_rounds_the_fit_used(name):
     """Without the tail histogram every constant is public: ``plan(n=...)``, with no data, gives the
-    rounds of the frozen fit float for float (the golden file was recorded before the planner)."""
+    rounds of the frozen fit float for float (see tests/test_plan_golden.py for the file's history)."""
     model, data, kw = make(name)
     kw = {k: v for k, v in kw.items() if k != "random_state"}
     plan = cvxdp.PrivateProblem(model).plan(n=len(data["y"]), **kw)
@@ -122,11 +125,45 @@ def test_the_radius_recursion_is_the_one_the_run_can_realise():
             assert localize(W, c, prev.radius_plus).diameter <= nxt.radius
 
 
-def test_vectorized_radii_equal_the_scalar_recursion():
+def _reference_round(R, lam, m, d, eps, beta, k, G_k, kappa=0.05):
+    """The tight profile's round, written out in scalars (math, one C at a time): an independent
+    reference for the vectorized planner."""
+    quant = float(gammaincinv(d, 1.0 - beta))
+    grid = G_k * np.logspace(-3, 3, 241)
+    best, C = math.inf, None
+    for c in grid:
+        val = (kappa * c / (lam * m) + math.sqrt(R * float(empirical_bias_bound(c, k, G_k, m, beta)) / lam)
+               + (1.0 + kappa) * 2.0 * c / (lam * m * eps) * (quant + math.sqrt(d)))
+        if val < best:
+            best, C = val, float(c)
+    alpha = max(kappa * kappa * C * C / (2.0 * lam * m * m), 1e-10 * (1.0 + C * R + lam * R * R))
+    sens = (2.0 * C / (lam * m) + 2.0 * math.sqrt(2.0 * alpha / lam)) * (1.0 + 2.0**-50)
+    s = laplace_scale(sens, eps)
+    grain = 2.0 ** math.ceil(math.log2(s))
+    bias = math.sqrt(R * float(empirical_bias_bound(C, k, G_k, m, beta)) / lam)
+    return math.sqrt(2.0 * alpha / lam) + bias + s * quant + math.sqrt(d) * grain / 2.0
+
+
+def _reference_radius(m, lam, d, epsilon, k, G_k, D, beta, max_rounds=8):
+    best, final_best = math.inf, None
+    for S in range(1, max_rounds + 1):
+        theta = allocation(S, k)
+        R, plus = D, None
+        for j in range(S):
+            plus = _reference_round(R, lam, m, d, float(epsilon * theta[j]), float(beta * theta[j]), k, G_k)
+            R = min(2.0 * plus, D)
+        if plus < best * (1.0 - 1e-3):
+            best, final_best = plus, plus
+    return min(final_best, D)
+
+
+def test_vectorized_radii_equal_an_independent_scalar_recursion():
     prof = TightProfile()
     ms, lams = np.array([100.0, 800.0, 5000.0]), np.array([0.05, 1.0, 30.0])
     kw = dict(d=4, epsilon=0.8, k=3.0, G_k=1.5, D=3.0, beta=0.01)
     fast = phase_radii(prof, ms, lams, **kw)
+    ref = [_reference_radius(int(m), float(lam), **kw) for m, lam in zip(ms, lams, strict=True)]
+    assert fast.tolist() == pytest.approx(ref, rel=1e-12)
     slow = [min(batch_rounds(prof, m=int(m), lam=float(lam), **kw)[-1].radius_plus, 3.0)
             for m, lam in zip(ms, lams, strict=True)]
     assert fast.tolist() == slow
@@ -142,4 +179,4 @@ def test_no_release_is_planned_with_a_non_finite_constant():
                                                     profile="paper")
     for _, r in plan.rounds:
         assert all(math.isfinite(getattr(r, f)) for f in FIELDS)
-        assert r.noise_scale >= r.sensitivity / r.epsilon * (1 - 1e-15)
+        assert Fraction(r.noise_scale) * Fraction(r.epsilon) >= Fraction(r.sensitivity)

@@ -13,7 +13,7 @@ from scipy.signal import fftconvolve
 
 import cvxdp
 from cvxdp.datasets import high_leverage_tail, student_t_lad
-from cvxdp.error import UtilityWarning
+from cvxdp.error import ParameterError, UtilityWarning
 from cvxdp.privacy.ledger import PrivacyLedger
 from cvxdp.privacy.random import SeededRandom
 from cvxdp.privacy.tail import lipschitz_constants, private_tail_profile, sum_laplace_threshold
@@ -213,3 +213,28 @@ def test_histogram_counts_get_exact_integer_noise_after_the_charge(eps):
     assert scale == Fraction(2) / Fraction(eps) and isinstance(scale, Fraction)
     assert size == tail.edges.size + 1 and entries_then == 1  # one noise per bin, after the charge
     assert ledger.entries[0].epsilon == eps and ledger.spent_exact == Fraction(eps)
+
+
+def test_the_moment_estimate_survives_a_large_k():
+    """``upper^k`` overflows for ``k = 1000`` (the worst-case-Lipschitz setting); the estimate is taken
+    in logarithms then, and stays between the largest value with mass and that value."""
+    from cvxdp.privacy.tail import TailProfile
+
+    edges = 1e-2 * 2.0 ** (np.arange(30) / 2)
+    mass = np.zeros(31)
+    mass[[3, 20, 25]] = [0.5, 0.3, 0.2]
+    prof = TailProfile(edges=edges, mass=mass, epsilon=0.1, threshold=1.0, n=1000)
+    top = prof.upper_values()[25]
+    G = prof.moment(1000.0)
+    assert math.isfinite(G) and 0.2 ** (1 / 1000) * top * (1 - 1e-12) <= G <= top * (1 + 1e-12)
+    assert prof.moment(2.0) == pytest.approx(float(np.sqrt((mass * prof.upper_values() ** 2).sum())))
+
+
+def test_a_plan_with_a_non_finite_constant_is_refused_before_the_fit_is_charged():
+    from cvxdp.plan.inputs import PublicInputs
+    from cvxdp.plan.planner import Planner
+
+    inputs = PublicInputs.from_options(d=2, D=4.0, structured=True, epsilon=1.0, moment_k=4.0, G_k=1e308,
+                                       tail_share=0.0, n=3000)
+    with pytest.raises(ParameterError, match="finite positive"):
+        Planner(inputs).plan()

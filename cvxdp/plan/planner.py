@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+from cvxdp.error import ParameterError
 from cvxdp.plan.inputs import PublicInputs
 from cvxdp.plan.profiles import RoundPlan, TightProfile
 from cvxdp.plan.schedule import (
@@ -226,6 +227,7 @@ class Planner:
             schedule, batches = self._population(profile, eps_fit, G_k, G_2)
         else:
             schedule, batches = None, (self._single(profile, eps_fit, G_k, G_2),)
+        _require_finite(batches)
         return ReleasePlan(inputs=inp, tail=tail_plan, epsilon_fit=eps_fit, G_k=float(G_k), G_2=float(G_2),
                            schedule=schedule, batches=batches, provisional=provisional,
                            profile_name=profile.name)
@@ -277,6 +279,21 @@ class Planner:
                               localize=localize)
         return BatchPlan(phase=0, group=0, label="all", offset=0, size=n, lam=lam, epsilon=eps, beta=beta,
                          rounds=rounds)
+
+
+def _require_finite(batches: tuple[BatchPlan, ...]) -> None:
+    """Fail closed before any charge of the fit: every constant of every round finite and positive.
+
+    A function of the plan (public inputs and the released histogram), so the refusal is too.
+    """
+    for b in batches:
+        for r in b.rounds:
+            values = (r.C, r.alpha, r.sensitivity, r.noise_scale, r.radius_plus, r.epsilon, r.lam)
+            if not all(math.isfinite(v) and v > 0 for v in values):
+                raise ParameterError(
+                    "the plan has a constant that is not a finite positive number (the moment bound or "
+                    "the schedule overflowed); nothing of the fit was charged or released. Pass a smaller "
+                    "moment_k or a public G_k.")
 
 
 def _split_sizes(total: int, parts: int) -> list[int]:

@@ -46,6 +46,7 @@ import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.special import logsumexp
 
 from cvxdp._validation import positive_finite, privacy_epsilon, probability
 from cvxdp.error import UncertifiableLossError, UtilityWarning
@@ -190,9 +191,17 @@ class TailProfile:
         return fine[ends]
 
     def moment(self, k: float) -> float:
-        """``(Σ_b mass_b · upper_b^k)^{1/k}``: an upward-rounded estimate of ``G_k``."""
+        """``(Σ_b mass_b · upper_b^k)^{1/k}``: an upward-rounded estimate of ``G_k``.
+
+        In logarithms (``exp(logsumexp(k log v, b=mass)/k)``) when the direct sum overflows, as
+        ``upper^k`` does for ``k = 1000`` and values above about 2.
+        """
         v = self.upper_values()
-        return float((self.mass * v**k).sum() ** (1.0 / k))
+        with np.errstate(over="ignore", invalid="ignore"):
+            direct = float((self.mass * v**k).sum() ** (1.0 / k))
+        if math.isfinite(direct):
+            return direct
+        return float(np.exp(logsumexp(k * np.log(v), b=self.mass) / k))
 
     def bias_mean(self, C: np.ndarray) -> np.ndarray:
         """Estimated ``E(A − C)₊`` (each value at its bin's upper edge)."""

@@ -836,6 +836,16 @@ def _oblique_steep_pair() -> tuple[dict, dict]:
     return {"x": X0, "y": y0}, {"x": X, "y": y}
 
 
+def _tangent_kink_pair() -> tuple[dict, dict]:
+    """As :func:`_oblique_steep_pair`, the last example ``x = 2¹⁰⁰·(3, 4)``, ``y = 10·2¹⁰⁰ = 2||x||``:
+    the kink plane of ``|<x, w> − y|`` touches the radius-2 ball, and the optimum sits on the rim of
+    a cap of radius ~10⁻⁸; every fit of ``data_0`` refused until the kink planes were met in closed
+    form (found by review)."""
+    data0, data1 = _oblique_steep_pair()
+    data0["x"][-1], data0["y"][-1] = [3 * 2.0**100, 4 * 2.0**100], 10 * 2.0**100
+    return data0, data1
+
+
 def _lad_ball2_model() -> Model:
     from cvxdp import losses
 
@@ -955,6 +965,13 @@ def _register() -> dict[str, Scenario]:
             f"LAD on a ball, n=60, one row x=(1e60, 3e59), y=-1e90 vs an ordinary one, {algorithm}",
             _oblique_steep_pair, solve_fit(_lad_ball2_model, algorithm=algorithm, epsilon=1.0, moment_k=4.0,
                                            G_k=3.0),
+            full_runs=full, quick_runs=quick, coupled_runs=1, same_tail=False))
+        out.append(Scenario(
+            f"lad-tangent-kink-2^100/{algorithm}",
+            f"LAD on a ball, n=60, one row x=2^100(3, 4), y=2||x|| (kink plane tangent) vs an ordinary one, "
+            f"{algorithm}",
+            _tangent_kink_pair, solve_fit(_lad_ball2_model, algorithm=algorithm, epsilon=1.0, moment_k=4.0,
+                                          G_k=3.0),
             full_runs=full, quick_runs=quick, coupled_runs=1, same_tail=False))
     return {sc.name: sc for sc in out}
 

@@ -404,3 +404,29 @@ def test_an_oblique_steep_record_is_bracketed_at_its_pole(x, y):
     for q in (np.zeros(2), np.array([1.0, -0.5]), np.array([-1.2, 1.5])):
         ev = ext.evaluate(q, ex, tolerance=1e-9, offsets=off)
         assert ev.certified[0] and ev.upper[0] - ev.lower[0] <= 1e-9
+
+
+S100 = 2.0**100
+
+
+@pytest.mark.parametrize("x, y", [((3 * S100, 4 * S100), 10 * S100), ((3 * S100, 4 * S100), -10 * S100),
+                                  ((7.5e29, 1e30), -2.5e30),
+                                  ((S100, 2 * S100, 2 * S100, 4 * S100), 10 * S100)])
+def test_a_kink_plane_grazing_the_ball_is_bracketed(x, y):
+    """A label of ±r·||x|| puts the absolute loss's kink plane tangent to the ball (in the float
+    form certified, ``a = fl(x/||x||)``, it cuts a cap of radius ~10⁻⁸); the optimum sits on that
+    cap's rim.  The kink planes are met in closed form now, and the multipliers use exact normals
+    (the float ones were parallel to ``a`` at the pole): it refused every fit before (found by
+    review)."""
+    d = len(x)
+    w = cp.Variable(d)
+    model = cvxdp.Model(cvxdp.losses.absolute(w), [cp.norm(w, 2) <= 2.0])
+    ex = model.bind({"x": np.array([x]), "y": np.array([y])})
+    ext = cvxdp.LipschitzExtension(model, 9.0)
+    off = ext.level_offsets(ex)
+    rng = np.random.default_rng(3)
+    queries = [np.r_[0.0236, 0.9009, np.zeros(d - 2)], np.zeros(d)]
+    queries += [model.domain.project(rng.normal(size=d)) for _ in range(3)]
+    for q in queries:
+        ev = ext.evaluate(q, ex, tolerance=1e-9, offsets=off)
+        assert ev.certified[0] and ev.upper[0] - ev.lower[0] <= 1e-9

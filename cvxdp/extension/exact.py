@@ -203,16 +203,20 @@ def _polish(y0: np.ndarray, planes: list[tuple[np.ndarray, Fraction]],
         return [Fraction(t) for t in y]
 
 
-def _least_squares(cols: list[np.ndarray], target: np.ndarray, digits: int,
+def _least_squares(cols: list[np.ndarray | Vector], target: np.ndarray, digits: int,
                    minus: tuple[float, np.ndarray] | None = None) -> list[Fraction] | None:
     """Coefficients ``x`` minimizing ``||Σ x_i col_i − (target − minus)||`` (normal equations).
 
     In high precision; ``minus = (κ, a)`` stands for ``κ a`` and is formed and subtracted there:
-    ``g − κ a`` in float would lose ``g`` beside a slope of 10¹⁰⁰.
+    ``g − κ a`` in float would lose ``g`` beside a slope of 10¹⁰⁰.  A column may be an exact
+    rational vector (a normal ``y − c`` at an exact inner point), converted at ``digits`` digits.
     """
+    def dec(t) -> Decimal:
+        return _dec(t) if isinstance(t, Fraction) else Decimal(float(t))
+
     with localcontext() as ctx:
         ctx.prec = digits
-        C = [[Decimal(float(t)) for t in c] for c in cols]
+        C = [[dec(t) for t in c] for c in cols]
         b = [Decimal(float(t)) for t in target]
         if minus is not None:
             k = Decimal(float(minus[0]))
@@ -356,6 +360,14 @@ def exact_bracket(w: np.ndarray, a: np.ndarray, b: float, slopes: np.ndarray, in
     if float(np.max(np.abs(slopes))) * float(np.linalg.norm(a)) > C:
         candidates.extend(_poles(a, balls, qballs, shrink, digits))
         candidates.extend(_rim_points(a, region, qballs, shrink, digits))  # a lens: its rim
+    # the kinks between the top pieces, <a, y> + b = u_k, met in closed form: where a kink plane
+    # only grazes U (a label of ±r||x||), the optimum is on a cap's rim too small for Newton's method
+    top = [int(j) for j in np.argsort(-(P @ y_props[0] + q), kind="stable")[:3]]
+    for j1, j2 in itertools.combinations(top, 2):
+        if kq[j1] != kq[j2]:
+            u_k = (eq[j2] - eq[j1]) / (kq[j1] - kq[j2])
+            candidates.extend(_plane_ball_points(np.asarray(w, float), a, u_k - bq, balls, qballs, shrink,
+                                                 digits))
     best_upper, best_y, y_out = _best_candidate(candidates, value, y_props[0], region, qballs, bits)
 
     # ---- lower: exact minorants for a few (g, θ) ---------------------------------------------------
@@ -382,7 +394,8 @@ def exact_bracket(w: np.ndarray, a: np.ndarray, b: float, slopes: np.ndarray, in
         yb = np.array([float(t) for t in best_y])
         order = np.argsort(-(P @ yb + q))
         j1, j2 = int(order[0]), int(order[1])
-        normals = [yb - c for c, _ in balls]
+        # exact normals: near a pole the float y − c is parallel to a, and the system is singular
+        normals = [_sub(best_y, _qv(c)) for c, _ in balls]
         span = kq[j1] - kq[j2]
         for g in directions if span != 0 else []:
             for k in range(len(balls) + 1):

@@ -69,7 +69,7 @@ from cvxdp.plan.inputs import PublicInputs
 from cvxdp.plan.planner import Planner
 from cvxdp.plan.profiles import RoundPlan
 from cvxdp.privacy.ledger import PrivacyLedger
-from cvxdp.privacy.mechanisms import L2LaplaceMechanism
+from cvxdp.privacy.mechanisms import L2LaplaceMechanism, laplace_scale
 from cvxdp.privacy.random import NoiseSource, SecureRandom, SeededRandom
 from cvxdp.problem import PrivateProblem, PrivateResult
 from cvxdp.run import release as _algorithm2
@@ -343,9 +343,10 @@ def output_perturbation_mechanism(model: Model, *, epsilon: float, moment_k: flo
                 G_k=G_k, algorithm="output-perturbation", profile=profile, lam=lam, delta=delta,
                 tail_share=0.0, n=ex.m)
             plan = Planner(inputs).plan().batches[0].rounds[0]
-            if noise_factor != 1.0:
-                plan = replace(plan, sensitivity=plan.sensitivity * noise_factor,
-                               noise_scale=plan.noise_scale * noise_factor)
+            if noise_factor != 1.0:  # understated: Δ·f, and the scale that covers it
+                broken = plan.sensitivity * noise_factor
+                plan = replace(plan, sensitivity=broken, noise_scale=max(
+                    plan.noise_scale * noise_factor, float(laplace_scale(broken, plan.epsilon))))
             problem = RegularizedERM(model, ex, W, plan.C, plan.lam, W.make_feasible(W.interior_point()))
             cache[key] = (problem, plan, solve_certified(problem, plan.alpha, erm))
         return cache[key]

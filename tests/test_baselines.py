@@ -236,3 +236,27 @@ def test_objective_perturbation_fails_closed(monkeypatch):
 def test_best_in_hindsight_never_picks_a_nan_risk():
     grid = [({"C": 1.0}, np.nan), ({"C": 2.0}, 0.3), ({"C": 4.0}, 0.2)]
     assert best_in_hindsight(grid) == ({"C": 4.0}, 0.2)
+
+
+def test_noisy_gd_mean_moves_by_at_most_its_sensitivity_in_exact_arithmetic():
+    """The review's pair: one clipped row g against −g among zeros; the float means differ by at most
+    the charged sensitivity, checked in rationals (the plain float mean and clip overshot by 1e-16)."""
+    from fractions import Fraction
+
+    from cvxdp.baselines.noisy_gd import clip_rows, clipped_mean, gd_sensitivity
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        n, d = int(rng.integers(2, 2000)), int(rng.integers(1, 6))
+        C = float(np.exp(rng.uniform(-5, 5)))
+        g = rng.normal(size=d) * np.exp(rng.uniform(-3, 8))
+        G0, G1 = np.zeros((n, d)), np.zeros((n, d))
+        G0[0], G1[0] = g, -g
+        if rng.random() < 0.5:
+            other = rng.normal(size=(n - 1, d)) * C * 3
+            G0[1:], G1[1:] = other, other
+        m0, m1 = clipped_mean(clip_rows(G0, C)), clipped_mean(clip_rows(G1, C))
+        gap2 = sum((Fraction(float(a)) - Fraction(float(b))) ** 2 for a, b in zip(m0, m1, strict=True))
+        assert gap2 <= Fraction(gd_sensitivity(C, n)) ** 2
+        rows = clip_rows(G0, C)
+        assert all(sum(Fraction(float(t)) ** 2 for t in row) <= Fraction(C) ** 2 for row in rows)

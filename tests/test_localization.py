@@ -213,6 +213,10 @@ def test_a_release_without_its_charge_is_refused_before_noise(rng):
     draws = src.draws
     with pytest.raises(PrivacyBudgetError, match="used already"):  # one charge, one release
         release_round(problem, half, charge=entry, source=src)
+    steeper = replace(problem, C=100.0 * problem.C)  # Δ was computed for the plan's C
+    fresh = charge_round(PrivacyLedger(50, 1.0), plan, np.arange(50), batch="all")
+    with pytest.raises(PrivacyBudgetError, match="not made for"):
+        release_round(steeper, plan, charge=fresh, source=src)
     assert src.draws == draws
 
 

@@ -228,6 +228,9 @@ def test_the_moment_estimate_survives_a_large_k():
     G = prof.moment(1000.0)
     assert math.isfinite(G) and 0.2 ** (1 / 1000) * top * (1 - 1e-12) <= G <= top * (1 + 1e-12)
     assert prof.moment(2.0) == pytest.approx(float(np.sqrt((mass * prof.upper_values() ** 2).sum())))
+    low = TailProfile(edges=np.geomspace(1e-3, 1.0, 25), mass=np.eye(26)[20], epsilon=0.1, threshold=1.0,
+                      n=1000)  # all mass near 0.3: v^1000 underflows to 0
+    assert low.moment(1000.0) == pytest.approx(low.upper_values()[20], rel=1e-12)
 
 
 def test_a_plan_with_a_non_finite_constant_is_refused_before_the_fit_is_charged():

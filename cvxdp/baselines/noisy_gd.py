@@ -38,16 +38,35 @@ from cvxdp.privacy.random import noise_source
 def clip_rows(grads: np.ndarray, C: float) -> np.ndarray:
     """``g_i · min(1, C/||g_i||)`` row by row; a row with a non-finite entry becomes ``0``.
 
-    A function of each row alone with ``||output_i|| ≤ C``, so replacing one example moves the mean
-    by at most ``2C/n`` whatever the rows are; norms are computed after scaling by the row's largest
-    entry, so rows near the float range do not overflow to ``∞`` (and clip to ``0``).
+    A function of each row alone with ``||output_i|| ≤ C`` in exact arithmetic (the factor is shrunk
+    by ``(d + 16)·2⁻⁵²``, more than the rounding of a ``d``-term norm, the quotient and the product),
+    so replacing one example
+    moves the exact mean by at most ``2C/n`` whatever the rows are; norms are computed after scaling
+    by the row's largest entry, so rows near the float range do not overflow to ``∞`` (and clip to ``0``).
     """
     g = np.array(grads, dtype=float)
     g[~np.all(np.isfinite(g), axis=1)] = 0.0
     peak = np.max(np.abs(g), axis=1, keepdims=True)
     safe = np.where(peak > 0, peak, 1.0)
     norms = peak * np.linalg.norm(g / safe, axis=1, keepdims=True)
-    return g * np.minimum(1.0, C / np.maximum(norms, 1e-300))
+    shrink = 1.0 - (g.shape[1] + 16) * 2.0**-52
+    return g * np.minimum(1.0, C * shrink / np.maximum(norms, 1e-300))
+
+
+def clipped_mean(clipped: np.ndarray) -> np.ndarray:
+    """The mean of the rows with each coordinate's sum exactly rounded (``math.fsum``), then divided.
+
+    Each coordinate is within ``2u·|S_j|/n`` of the exact mean (``u = 2⁻⁵³``), so the float means of
+    neighbouring data sets are within ``2C/n + 4uC`` of each other in ℓ2 (``||S|| ≤ nC``): the
+    sensitivity :func:`gd_sensitivity` charges.
+    """
+    n = clipped.shape[0]
+    return np.array([math.fsum(col) for col in clipped.T]) / n
+
+
+def gd_sensitivity(C: float, n: int) -> float:
+    """``(2C/n)(1 + 2(n + 2)u)``, rounded up: covers ``2C/n + 4uC`` and the formula's own rounding."""
+    return float(np.nextafter(2.0 * C / n * (1.0 + 2.0 * (n + 2) * 2.0**-53), np.inf))
 
 
 def noisy_clipped_gd(model: Model, data: Mapping, *, epsilon: float, C: float, steps: int,
@@ -63,7 +82,7 @@ def noisy_clipped_gd(model: Model, data: Mapping, *, epsilon: float, C: float, s
     examples = model.bind(data)
     source = noise_source(random_state)
     n, d, W = examples.m, model.dim, model.domain
-    sensitivity = float(np.nextafter(2.0 * C / n, np.inf))  # 2C/n rounded up
+    sensitivity = gd_sensitivity(C, n)
     eps_step = equal_share(eps, T)  # the largest float with T · eps_step ≤ ε exactly (public)
     mech = L2LaplaceMechanism(sensitivity, eps_step, d)
     s = mech.scale
@@ -79,7 +98,7 @@ def noisy_clipped_gd(model: Model, data: Mapping, *, epsilon: float, C: float, s
         clipped = clip_rows(grads, C)
         ledger.charge(eps_step, all_idx, mechanism="noisy clipped gradient", batch="all",
                       sensitivity=sensitivity, noise_scale=s, note=f"step {t + 1}/{T}")
-        noisy = mech.release(clipped.mean(axis=0), source, box)
+        noisy = mech.release(clipped_mean(clipped), source, box)
         w = W.make_feasible(W.project(w - eta * noisy))
         total += w
     return BaselineResult(name="noisy clipped GD", w=W.make_feasible(total / T), ledger=ledger,

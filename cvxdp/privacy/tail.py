@@ -193,14 +193,14 @@ class TailProfile:
     def moment(self, k: float) -> float:
         """``(Σ_b mass_b · upper_b^k)^{1/k}``: an upward-rounded estimate of ``G_k``.
 
-        In logarithms (``exp(logsumexp(k log v, b=mass)/k)``) when the direct sum overflows, as
-        ``upper^k`` does for ``k = 1000`` and values above about 2.
+        In logarithms (``exp(logsumexp(k log v, b=mass)/k)``) when the direct sum overflows or
+        underflows, as ``upper^k`` does for ``k = 1000`` and values above about 2 (or well below 1).
         """
         v = self.upper_values()
-        with np.errstate(over="ignore", invalid="ignore"):
-            direct = float((self.mass * v**k).sum() ** (1.0 / k))
-        if math.isfinite(direct):
-            return direct
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            total = float((self.mass * v**k).sum())
+        if math.isfinite(total) and total > 1e-290:
+            return float(total ** (1.0 / k))
         return float(np.exp(logsumexp(k * np.log(v), b=self.mass) / k))
 
     def bias_mean(self, C: np.ndarray) -> np.ndarray:

@@ -111,19 +111,26 @@ def release_round(problem: RegularizedERM, plan: RoundPlan, *, charge: Charge, s
 
     ``charge`` is this round's :class:`Charge` (:func:`charge_round`), unused: its entry must read
     the problem's ``m`` examples and cover the mechanism — the same sensitivity and noise scale, and
-    ``s·ε ≥ Δ`` in exact arithmetic for the ``ε`` it charged.  Any mismatch is refused before the
-    solve and before any noise.  ``mechanism`` defaults to the plan's (:meth:`RoundPlan.mechanism`);
+    ``s·ε ≥ Δ`` in exact arithmetic for the ``ε`` it charged — and the problem must be the one the
+    plan's sensitivity was computed for (its ``C``, ``λ``, ``m`` and dimension).  A charge used in a
+    worker process is marked there, on the worker's copy; the runners hand each charge to one job.
+    Any mismatch is refused before the solve and before any noise.  ``mechanism`` defaults to the
+    plan's (:meth:`RoundPlan.mechanism`);
     ``minimizer`` (default :func:`~cvxdp.erm.solver.solve_certified`) may be a memo of it on the same
     problem — the audit's cache.  Returns the released point and the certificate (a diagnostic).
     """
     mech = plan.mechanism() if mechanism is None else mechanism
     entry = charge.entry
+    # the plan's Δ holds for the problem it was computed for: the same C, λ, m and dimension
+    planned = (problem.C == plan.C and problem.lam == plan.lam and problem.m == plan.m
+               and problem.dim == plan.dim == mech.dim)
     covered = (not charge.used and entry.n_examples == problem.m and entry.sensitivity == mech.sensitivity
                and entry.noise_scale == mech.scale
                and Fraction(mech.scale) * Fraction(entry.epsilon) >= Fraction(mech.sensitivity))
-    if not covered:
+    if not (planned and covered):
         raise PrivacyBudgetError("the ledger entry of this release does not cover it (used already, another "
-                                 "batch, or another mechanism); nothing was released.")
+                                 "batch, another mechanism, or a problem its plan was not made for); nothing "
+                                 "was released.")
     charge.used = True
     solve = solve_certified if minimizer is None else minimizer
     w_tilde, cert = solve(problem, plan.alpha, erm)

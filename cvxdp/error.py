@@ -34,6 +34,10 @@ class DataError(CvxdpError, ValueError):
     """Per-example data are missing, non-finite, or of the wrong shape."""
 
 
+class DataTypeError(DataError, TypeError):
+    """Data of a type that is not a number (a missing-value marker, an object)."""
+
+
 class ParameterError(CvxdpError, ValueError):
     """A numeric argument (epsilon, C, k, G_k, a radius, ...) is outside its domain."""
 

@@ -231,8 +231,10 @@ def _labels_model(name: str):
 def neighbours(draw, classification: bool, labels_only: bool = False):
     """Base data (Student-t features) plus a last record that differs between the two sides.
 
-    Side 1's last record is extreme: a magnitude log-uniform in [1e4, 1e100] in the features, the label
-    or both (random signs; features possibly all zero). Side 0's is a typical row or another extreme one.
+    Side 1's last record is extreme: a magnitude log-uniform in [1e4, 1e99] in the features, the label
+    or both (random signs; features possibly all zero), or a steep oblique feature row (a random
+    direction, found by review to defeat the float candidates at a pole), possibly with the label
+    that puts its kink plane tangent to the unit ball. Side 0's is a typical row or another extreme one.
     ``labels_only``: the extreme record has typical features and an extreme label.
     """
     n = round(math.exp(draw(st.floats(math.log(20.0), math.log(2000.0)))))
@@ -245,17 +247,22 @@ def neighbours(draw, classification: bool, labels_only: bool = False):
 
     def record():
         where = draw(st.sampled_from(["label"] if labels_only else ["features", "label", "both",
-                                                                       "zero features"]))
-        mag = min(10.0 ** draw(st.floats(4.0, 100.0)), DATA_MAX)
+                                                                       "zero features", "oblique",
+                                                                       "tangent"]))
+        mag = min(10.0 ** draw(st.floats(4.0, 99.0)), DATA_MAX / 4)
         signs = np.array(draw(st.lists(st.sampled_from([-1.0, 0.0, 1.0]), min_size=D, max_size=D)))
         if labels_only:
             x = rng.standard_t(5.0, size=D)
+        elif where in ("oblique", "tangent"):  # a steep row in a direction off the axes and diagonals
+            x = mag * np.array([1.0, draw(st.floats(-1.0, 1.0))])
         else:
             x = np.zeros(D) if where in ("label", "zero features") else mag * signs
         if where == "features" and not x.any():
             x[0] = mag
         label = draw(st.sampled_from([-1.0, 1.0]))
-        if not classification and where != "features":
+        if not classification and where == "tangent":  # the kink plane touches the unit sphere
+            label *= float(np.linalg.norm(x))
+        elif not classification and where not in ("features", "oblique"):
             label *= mag
         return x, label
 

@@ -5,15 +5,23 @@ from __future__ import annotations
 import math
 import pickle
 import struct
+import warnings
 
 import numpy as np
 import pytest
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import cvxdp
 from cvxdp.datasets import student_t_hinge, student_t_lad
 from cvxdp.erm.problem import ERMCertificate
 from cvxdp.error import DataError, ParameterError, PrivacyBudgetError
-from cvxdp.estimators import PrivateLADRegressor, PrivateLinearSVM, PrivateQuantileRegressor
+from cvxdp.estimators import (
+    SKLEARN_EXPECTED_FAILURES,
+    PrivateLADRegressor,
+    PrivateLinearSVM,
+    PrivateQuantileRegressor,
+)
 from cvxdp.problem import PrivateResult
 from cvxdp.run.release import LocalizationStep
 
@@ -64,11 +72,11 @@ def test_estimator_conventions_and_errors():
     assert est.epsilon == 0.5 and est.diagnostics is True
     with pytest.raises(ParameterError):
         est.set_params(bogus=1)
-    with pytest.raises(ParameterError, match="not fitted"):
+    with pytest.raises(NotFittedError):
         est.predict(np.ones((2, 3)))
     with pytest.raises(ParameterError, match="G_k"):
         PrivateLADRegressor().fit(np.ones((50, 2)), np.ones(50))
-    with pytest.raises(DataError):
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
         PrivateLADRegressor(G_k=2.0).fit(np.ones((50, 2)), np.ones(49))
     with pytest.raises(DataError, match="outside classes"):
         PrivateLinearSVM(G_k=2.0).fit(np.ones((50, 2)), np.arange(50) % 3)
@@ -262,3 +270,73 @@ def test_estimators_spend_from_a_shared_accountant():
     PrivateLinearSVM(**dict(FAST, epsilon=0.5), accountant=acc, random_state=0).fit(X, np.sign(y))
     with pytest.raises(PrivacyBudgetError):
         PrivateLinearSVM(**dict(FAST, epsilon=0.25), accountant=acc, random_state=0).fit(X, np.sign(y))
+
+
+# --- scikit-learn's own estimator checks ----------------------------------------------------------------
+
+_CHECKED = dict(G_k=5.0, algorithm="output-perturbation", random_state=0, tail_share=0.0)
+
+
+@parametrize_with_checks([PrivateLADRegressor(**_CHECKED), PrivateQuantileRegressor(quantile=0.3, **_CHECKED),
+                          PrivateLinearSVM(classes=(0, 1), **_CHECKED)],
+                         expected_failed_checks=lambda est: SKLEARN_EXPECTED_FAILURES[type(est).__name__])
+def test_scikit_learn_estimator_checks(estimator, check):
+    """Every check of ``sklearn.utils.estimator_checks`` except the few in SKLEARN_EXPECTED_FAILURES
+    (each with its reason: declared classes)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cvxdp.error.PrivacyLeakWarning)
+        warnings.simplefilter("ignore", cvxdp.error.UtilityWarning)
+        check(estimator)
+
+
+def test_dataframes_sparse_and_missing_values():
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = X @ np.array([0.5, -0.5, 0.2]) + 0.1 * rng.normal(size=200)
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    est = PrivateLADRegressor(**_CHECKED).fit(frame, y)
+    assert list(est.feature_names_in_) == ["a", "b", "c"] and est.n_features_in_ == 3
+    assert np.array_equal(est.predict(frame), est.predict(X))
+    with pytest.raises(ValueError, match="same order"):  # a reordered frame would shift predictions
+        est.predict(frame[["c", "a", "b"]])
+    with pytest.raises(ValueError, match="missing"):
+        est.predict(frame[["a", "b"]])
+    import scipy.sparse as sp
+
+    with pytest.raises(TypeError, match="Sparse"):
+        PrivateLADRegressor(**_CHECKED).fit(sp.csr_matrix(X), y)
+    holes = frame.astype(object)
+    holes.iloc[3, 1] = pd.NA
+    with pytest.raises(cvxdp.DataTypeError, match="missing values"):
+        PrivateLADRegressor(**_CHECKED).fit(holes, y)
+    with pytest.raises(ValueError, match="requires y"):
+        PrivateLADRegressor(**_CHECKED).fit(X, None)
+    with pytest.raises(ValueError, match="0 feature"):
+        PrivateLADRegressor(**_CHECKED).fit(np.ones((12, 0)), np.ones(12))
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        est.score(X, y[:-1])
+    rs = PrivateLADRegressor(**{**_CHECKED, "random_state": np.random.RandomState(4)}).fit(X, y)
+    again = PrivateLADRegressor(**{**_CHECKED, "random_state": np.random.RandomState(4)}).fit(X, y)
+    assert np.array_equal(rs.coef_, again.coef_)  # a RandomState seeds the (non-secure) noise
+
+
+def test_model_selection_with_a_shared_accountant_spends_every_fit():
+    from sklearn.model_selection import GridSearchCV, cross_val_score
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(240, 2))
+    y = X @ np.array([0.5, -0.5]) + 0.1 * rng.normal(size=240)
+    acc = cvxdp.BudgetAccountant(10.0)
+    base = dict(G_k=5.0, algorithm="output-perturbation", tail_share=0.0, accountant=acc)
+    pipe = make_pipeline(StandardScaler(), PrivateLADRegressor(**base))
+    scores = cross_val_score(pipe, X, y, cv=3)
+    assert scores.shape == (3,) and acc.spent == 3.0  # three fits of ε = 1 on one data set
+    search = GridSearchCV(PrivateLADRegressor(**base), {"epsilon": [0.5, 1.0]}, cv=2, n_jobs=1,
+                          error_score="raise").fit(X, y)
+    assert acc.spent == 3.0 + 2 * (0.5 + 1.0) + search.best_params_["epsilon"]  # grid × folds + refit
+    with pytest.raises(PrivacyBudgetError):  # the budget caps the next search before it reads data
+        GridSearchCV(PrivateLADRegressor(**base), {"epsilon": [2.0, 3.0]}, cv=2, n_jobs=1,
+                     error_score="raise").fit(X, y)

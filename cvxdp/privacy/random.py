@@ -313,9 +313,10 @@ def _positive_rational(name: str, value: object) -> Fraction:
 def noise_source(random_state: object = None, *, warn: bool = True) -> NoiseSource:
     """The noise source for ``random_state`` (scikit-learn convention).
 
-    ``None`` (default) gives :class:`SecureRandom`.  An ``int`` seed or a
-    ``numpy.random.Generator`` gives a reproducible :class:`SeededRandom` and a
-    :class:`PrivacyLeakWarning`.  A ready :class:`NoiseSource` is returned as is.
+    ``None`` (default) gives :class:`SecureRandom`.  An ``int`` seed, a
+    ``numpy.random.Generator`` or a ``numpy.random.RandomState`` (which seeds a Generator with one
+    draw) gives a reproducible :class:`SeededRandom` and a :class:`PrivacyLeakWarning`.  A ready
+    :class:`NoiseSource` is returned as is.
     """
     if random_state is None:
         return SecureRandom()
@@ -324,11 +325,13 @@ def noise_source(random_state: object = None, *, warn: bool = True) -> NoiseSour
             warnings.warn("this noise source is not cryptographically secure; use it for experiments "
                           "only and pass random_state=None in production.", PrivacyLeakWarning, stacklevel=3)
         return random_state
+    if isinstance(random_state, np.random.RandomState):  # scikit-learn's legacy generator: seeds ours
+        random_state = np.random.default_rng(int(random_state.randint(0, 2**63 - 1, dtype=np.int64)))
     if isinstance(random_state, bool) or not isinstance(
             random_state, numbers.Integral | np.random.Generator):
         raise ParameterError(
-            f"random_state must be None (secure noise), an int seed or a numpy Generator; got "
-            f"{type(random_state).__name__}."
+            f"random_state must be None (secure noise), an int seed, a numpy Generator or RandomState; "
+            f"got {type(random_state).__name__}."
         )
     if isinstance(random_state, numbers.Integral) and int(random_state) < 0:
         raise ParameterError(f"random_state seeds must be >= 0, got {random_state}.")

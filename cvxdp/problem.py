@@ -256,8 +256,9 @@ class PrivateProblem:
         plan → charge the ledger for every release of the plan → run → result.
         """
         t0 = time.perf_counter()
-        if not isinstance(diagnostics, bool):
-            raise ParameterError(f"diagnostics must be True or False, got {type(diagnostics).__name__}.")
+        if not isinstance(diagnostics, bool | np.bool_) or not isinstance(progress, bool | np.bool_):
+            raise ParameterError("diagnostics and progress must be True or False.")
+        diagnostics = bool(diagnostics)
         inputs = self._inputs(epsilon=epsilon, moment_k=moment_k, G_k=G_k, G_2=G_2, algorithm=algorithm,
                               profile=profile, delta=delta, localize=localize, tail_share=tail_share,
                               tail_range=tail_range, lambda_scale=lambda_scale, lambda_growth=lambda_growth,
@@ -302,6 +303,9 @@ class PrivateProblem:
         structured = not isinstance(self.model.loss.structure, GenericStructure)
         inputs = PublicInputs.from_options(d=self.model.dim, D=self.model.diameter, structured=structured,
                                            **options)
+        if erm is not None and not isinstance(erm, ERMSettings):
+            raise ParameterError(f"erm must be a cvxdp.ERMSettings (e.g. ERMSettings(method='conic')) or "
+                                 f"None, got {type(erm).__name__}.")
         erm = erm or ERMSettings()
         if erm.method == "adaptive-subgradient" and not structured:
             raise UncertifiableLossError(

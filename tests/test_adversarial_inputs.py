@@ -167,3 +167,31 @@ def test_oracle_and_audit_catalogue():
     _refused(lambda: ext.evaluate(np.full(3, np.inf), ex))
     _refused(lambda: ext.evaluate(np.zeros((2, 3)), ex))
     _refused(lambda: audit(lambda d, s: np.zeros(1), {}, {}, claimed_epsilon=float("nan"), runs=100))
+
+
+@pytest.mark.parametrize("bad", [
+    {"erm": "conic"}, {"tail_share": "abc"}, {"tail_share": "0.1"}, {"tail_share": True},
+    {"tail_range": (1e-300, 1e300)}, {"localize": "no"}, {"max_phases": 2.0}, {"boosting_groups": 0},
+    {"progress": 1}, {"G_k": 1e300},
+], ids=repr)
+def test_option_catalogue(bad):
+    """Each option is refused with a ParameterError that says what is accepted (no builtin errors)."""
+    err = _refused(lambda: _solve(**bad))
+    assert isinstance(err, cvxdp.ParameterError)
+
+
+@pytest.mark.parametrize("bad", [{"cutting_plane_iterations": -5}, {"method": "newton"},
+                                 {"oracle_tolerance": 2.0}, {"conic": "clarabel"}, {"refine": 1}], ids=repr)
+def test_solver_settings_catalogue(bad):
+    from cvxdp.erm import ERMSettings
+
+    _refused(lambda: ERMSettings(**bad))
+
+
+@pytest.mark.parametrize("ok", [{"max_phases": np.int64(2)}, {"boosting_groups": np.int32(1)},
+                                {"tail_share": np.float32(0.2)}, {"epsilon": np.float64(1.0)},
+                                {"lam": np.float32(0.5), "algorithm": "recursive"},
+                                {"localize": np.False_}], ids=repr)
+def test_numpy_scalars_are_accepted(ok):
+    res = _solve(**ok)
+    assert np.all(np.isfinite(res.w)) and res.ledger.spent <= 1.0

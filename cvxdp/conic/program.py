@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from cvxdp._validation import positive_finite, positive_int
 from cvxdp.conic.cones import Cone, cone_offsets
-from cvxdp.error import SolverError
+from cvxdp.error import ParameterError, SolverError
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +57,14 @@ class ConicSettings:
 
     def __post_init__(self) -> None:
         if self.solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
+            raise ParameterError(f"ConicSettings.solver must be one of {SOLVERS}, got {self.solver!r}.")
+        for name, value in (("tol", positive_finite("ConicSettings.tol", self.tol)),
+                            ("max_iter", positive_int("ConicSettings.max_iter", self.max_iter)),
+                            ("time_limit", positive_finite("ConicSettings.time_limit", self.time_limit,
+                                                           allow_inf=True))):
+            object.__setattr__(self, name, value)  # frozen: store the validated Python scalar
+        if not isinstance(self.verbose, bool | np.bool_):
+            raise ParameterError("ConicSettings.verbose must be True or False.")
 
     def tightened(self, factor: float = 100.0) -> ConicSettings:
         """The same settings with a tolerance ``factor`` times smaller (floored at 1e-14)."""

@@ -43,13 +43,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from cvxdp._validation import positive_finite
+from cvxdp._validation import positive_finite, positive_int
 from cvxdp.conic.program import ConicSettings
 from cvxdp.erm.adaptive_subgradient import adaptive_subgradient
 from cvxdp.erm.cutting_plane import ellipsoid_method
 from cvxdp.erm.joint import solve_joint
 from cvxdp.erm.problem import ERMCertificate, RegularizedERM, bundle_lower_bound, evaluate_upper
-from cvxdp.error import CertificationError, SolverError
+from cvxdp.error import CertificationError, ParameterError, SolverError
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +86,21 @@ class ERMSettings:
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+            raise ParameterError(f"ERMSettings.method must be one of {METHODS}, got {self.method!r}.")
+        if not isinstance(self.conic, ConicSettings):
+            raise ParameterError(f"ERMSettings.conic must be a cvxdp.ConicSettings, got "
+                                 f"{type(self.conic).__name__}.")
+        if not isinstance(self.refine, bool | np.bool_):
+            raise ParameterError("ERMSettings.refine must be True or False.")
+        tol = positive_finite("ERMSettings.oracle_tolerance", self.oracle_tolerance)
+        if not tol < 1.0:
+            raise ParameterError("ERMSettings.oracle_tolerance is a fraction of α and must lie in (0, 1).")
+        for name, value in (("cutting_plane_iterations", positive_int("ERMSettings.cutting_plane_iterations",
+                                                                       self.cutting_plane_iterations)),
+                            ("subgradient_iterations", positive_int("ERMSettings.subgradient_iterations",
+                                                                     self.subgradient_iterations)),
+                            ("oracle_tolerance", tol)):
+            object.__setattr__(self, name, value)  # frozen: store the validated Python scalar
 
 
 def _certify(problem: RegularizedERM, w: np.ndarray, cuts: list, alpha: float, tol: float

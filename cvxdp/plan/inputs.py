@@ -11,7 +11,10 @@ the model.  Validation is a function of these values alone, so a refusal here re
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, replace
+
+import numpy as np
 
 from cvxdp._validation import MOMENT_MAX, at_least, positive_finite, privacy_epsilon, probability
 from cvxdp.error import ParameterError, UncertifiableLossError
@@ -23,9 +26,19 @@ ALGORITHMS = ("population", "recursive", "output-perturbation")
 def _positive_int_or_none(name: str, value: object) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ParameterError(f"{name} must be a positive integer.")
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ParameterError(f"{name} must be a positive integer (or None), got {value!r}.")
     return int(value)
+
+
+def _flag(name: str, value: object) -> bool:
+    if not isinstance(value, bool | np.bool_):
+        raise ParameterError(f"{name} must be True or False, got {value!r}.")
+    return bool(value)
+
+
+#: At most this many octaves between ``tail_range``'s ends (2 bins each): 10^±150 around 1.
+MAX_TAIL_OCTAVES = 1000.0
 
 
 @dataclass(frozen=True)
@@ -109,9 +122,11 @@ class PublicInputs:
         prof = get_profile(profile)
         if tail_share is None:
             tail_share = 0.1 if (prof.name == "tight" and structured) or auto else 0.0
+        if isinstance(tail_share, bool | np.bool_) or not isinstance(tail_share, numbers.Real) \
+                or not 0.0 <= float(tail_share) < 1.0:
+            raise ParameterError(f"tail_share must be a number in [0, 1) (the share of ε spent on the "
+                                 f"private tail histogram), got {tail_share!r}.")
         tail_share = float(tail_share)
-        if not 0.0 <= tail_share < 1.0 or math.isnan(tail_share):
-            raise ParameterError(f"tail_share must lie in [0, 1), got {tail_share}.")
         grid = None
         if tail_range is not None:
             if tail_share == 0.0:
@@ -123,6 +138,10 @@ class PublicInputs:
             high = positive_finite("tail_range high", tail_range[1])
             if high <= low:
                 raise ParameterError(f"tail_range needs low < high, got {tail_range!r}.")
+            if math.log2(high) - math.log2(low) > MAX_TAIL_OCTAVES:
+                raise ParameterError(f"tail_range spans more than 2^{MAX_TAIL_OCTAVES:g} (about 10^301); its "
+                                     "histogram would need too many bins. Pass a public range from the "
+                                     "data's units.")
             grid = (low, high)
         if auto and tail_share == 0.0:
             raise ParameterError("G_k='auto' needs a positive tail_share of ε to estimate it.")
@@ -133,6 +152,7 @@ class PublicInputs:
         if tail_share > 0 and grid is None:
             grid = (1e-6, 1e10) if auto else (1e-4 * G_k, 1e4 * G_k)
         boosting_groups = _positive_int_or_none("boosting_groups", boosting_groups)
+        localize = _flag("localize", localize)
         inputs = cls(d=int(d), D=float(D), epsilon=eps, moment_k=k, G_k=G_k, G_2=G_2, delta=delta,
                      algorithm=algorithm, profile=prof, localize=bool(localize), tail_share=tail_share,
                      tail_grid=grid, lambda_scale=lambda_scale, lambda_growth=lambda_growth,

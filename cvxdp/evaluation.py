@@ -270,13 +270,22 @@ def evaluate_per_example(expr: cp.Expression, leaves: Mapping[cp.Expression, np.
         for i in range(m):
             for leaf, arr in leaves.items():
                 a = np.asarray(arr)
-                leaf.value = (a[i] if a.shape[0] == m else a[0]).reshape(leaf.shape)
+                _assign(leaf, (a[i] if a.shape[0] == m else a[0]).reshape(leaf.shape))
             out[i] = np.asarray(expr.value, dtype=float)
     finally:
         for leaf, v in saved.items():
             if v is not None:
-                leaf.value = v
+                _assign(leaf, v)
     return out
+
+
+def _assign(leaf: cp.Expression, value: np.ndarray) -> None:
+    """Set a leaf's value; a variable's without CVXPY's attribute check (a query point outside ``W``'s
+    sign or bounds is still a point the extension evaluates ``f`` at)."""
+    if isinstance(leaf, cp.Variable):
+        leaf.save_value(value)
+    else:
+        leaf.value = value
 
 
 def is_batchable(expr: cp.Expression) -> bool:

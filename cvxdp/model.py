@@ -41,7 +41,10 @@ class Model:
         if isinstance(domain, Domain):
             W = domain
         else:
-            W = domain_from_constraints(domain, loss.variable)
+            if isinstance(domain, cp.Constraint):
+                domain = [domain]
+            W = domain_from_constraints([*list(domain or []), *attribute_constraints(loss.variable)],
+                                        loss.variable)
         if W.dim != loss.dim:
             raise DomainError(f"the domain lives in R^{W.dim} but w has dimension {loss.dim}.")
         self.domain = W
@@ -67,3 +70,41 @@ class Model:
 
     def __repr__(self) -> str:
         return f"Model(loss={self.loss.structure.kind}, d={self.dim}, W={self.domain!r})"
+
+
+#: Variable attributes that are convex sets: they join the domain constraints.
+_SET_ATTRIBUTES = ("nonneg", "nonpos", "pos", "neg", "bounds")
+
+
+def attribute_constraints(w: cp.Variable) -> list[cp.Constraint]:
+    """The domain constraints that ``w``'s CVXPY attributes state (CVXPY's own convention).
+
+    ``nonneg`` / ``pos`` give ``w ≥ 0``, ``nonpos`` / ``neg`` give ``w ≤ 0`` (a strict sign is the
+    same closed set for a domain), ``bounds=[lb, ub]`` gives ``lb ≤ w ≤ ub`` (``None`` for no bound).
+    ``integer`` and ``boolean`` are refused: the domain must be convex, and cvxdp's guarantee is for a
+    continuous ``w``.  Other attributes (``symmetric``, ``PSD``, ``complex``, ``sparsity``, ...) are
+    refused too: they belong to matrix variables, and ``w`` is a vector.
+    """
+    if not isinstance(w, cp.Variable):
+        return []
+    attrs = {k: v for k, v in w.attributes.items() if v is not None and v is not False}
+    for name in ("integer", "boolean"):
+        if name in attrs:
+            raise DomainError(f"the model variable is declared {name}=True; a private convex fit needs a "
+                              f"continuous w (the domain must be convex): drop {name}=True.")
+    other = sorted(set(attrs) - set(_SET_ATTRIBUTES))
+    if other:
+        raise DomainError(f"the model variable has attributes {other} that cvxdp does not support; declare "
+                          "a plain vector cp.Variable(d), optionally nonneg, nonpos or bounds=[lb, ub].")
+    out: list[cp.Constraint] = []
+    if attrs.get("nonneg") or attrs.get("pos"):
+        out.append(w >= 0)
+    if attrs.get("nonpos") or attrs.get("neg"):
+        out.append(w <= 0)
+    if "bounds" in attrs:
+        lower, upper = attrs["bounds"]
+        if lower is not None:
+            out.append(w >= np.broadcast_to(np.asarray(lower, float), w.shape))
+        if upper is not None:
+            out.append(w <= np.broadcast_to(np.asarray(upper, float), w.shape))
+    return out

@@ -97,9 +97,9 @@ class ConvexSet(ConicDomain):
         flat = p.reshape(-1, self.dim)
         out = np.empty(flat.shape[0], dtype=bool)
         for i, pt in enumerate(flat):
-            self._w.value = pt.reshape(self._w.shape)
+            self._w.save_value(pt.reshape(self._w.shape))  # a point outside w's attributes is a point too
             out[i] = all(np.all(np.asarray(c.violation()) <= tol) for c in self._constraints)
-        self._w.value = None
+        self._w.save_value(None)
         return out.reshape(p.shape[:-1])
 
     def support_upper(self, directions: np.ndarray) -> np.ndarray:

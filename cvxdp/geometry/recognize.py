@@ -39,17 +39,17 @@ def affine_map(expr: cp.Expression, w: cp.Variable) -> tuple[np.ndarray, np.ndar
     """``(M, v)`` with ``expr(w) = M w + v`` (flattened), for an expression affine in ``w``."""
     d = w.size
     old = w.value
-    try:
-        w.value = np.zeros(w.shape)
+    try:  # save_value: a probe point may violate w's attributes (nonneg, bounds), which .value refuses
+        w.save_value(np.zeros(w.shape))
         v = np.asarray(expr.value, dtype=float).ravel(order="F")
         M = np.empty((v.size, d))
         for j in range(d):
             e = np.zeros(d)
             e[j] = 1.0
-            w.value = e.reshape(w.shape, order="F")
+            w.save_value(e.reshape(w.shape, order="F"))
             M[:, j] = np.asarray(expr.value, dtype=float).ravel(order="F") - v
     finally:
-        w.value = old
+        w.save_value(old)
     return M, v
 
 

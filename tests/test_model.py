@@ -1,0 +1,46 @@
+"""The declarative model: CVXPY variable attributes become (or are refused as) domain constraints."""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+import cvxdp
+from cvxdp.error import DomainError, UnboundedDomainError
+from cvxdp.geometry import Box
+
+
+def test_bounds_alone_make_a_box():
+    w = cp.Variable(3, bounds=[-1, 2])
+    model = cvxdp.Model(cvxdp.losses.absolute(w), [])
+    assert isinstance(model.domain, Box)
+    assert model.domain.contains(np.array([-1.0, 2.0, 0.5])) and not model.domain.contains(np.full(3, 2.5))
+
+
+def test_sign_attributes_join_the_constraints():
+    w = cp.Variable(3, nonneg=True)
+    model = cvxdp.Model(cvxdp.losses.absolute(w), [cp.norm(w, 2) <= 1])
+    assert model.domain.contains(np.array([0.5, 0.0, 0.5]))
+    assert not model.domain.contains(np.array([0.5, -0.2, 0.5]))  # the attribute was dropped before
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    res = cvxdp.PrivateProblem(model).solve({"x": X, "y": X @ np.array([0.3, -0.4, 0.1])}, epsilon=1.0,
+                                            moment_k=4, G_k=3.0, tail_share=0.0,
+                                            algorithm="output-perturbation")
+    assert np.all(res.w >= 0.0) and model.domain.contains(res.w)
+    v = cp.Variable(2, nonpos=True)
+    assert not cvxdp.Model(cvxdp.losses.absolute(v), [cp.norm(v, 2) <= 1]).domain.contains(np.ones(2) * 0.1)
+
+
+@pytest.mark.parametrize("attr", ["integer", "boolean"])
+def test_integer_and_boolean_variables_are_refused(attr):
+    w = cp.Variable(3, **{attr: True})
+    with pytest.raises(DomainError, match=f"{attr}=True"):
+        cvxdp.Model(cvxdp.losses.absolute(w), [cp.norm(w, 2) <= 1])
+
+
+def test_no_constraints_and_no_bounds_is_still_unbounded():
+    w = cp.Variable(2, nonneg=True)  # a half-space is not bounded
+    with pytest.raises(UnboundedDomainError):
+        cvxdp.Model(cvxdp.losses.absolute(w), [])

@@ -228,14 +228,16 @@ def _labels_model(name: str):
 
 
 @st.composite
-def neighbours(draw, classification: bool, labels_only: bool = False):
+def neighbours(draw, classification: bool, labels_only: bool = False, oblique: bool = False):
     """Base data (Student-t features) plus a last record that differs between the two sides.
 
     Side 1's last record is extreme: a magnitude log-uniform in [1e4, 1e99] in the features, the label
     or both (random signs; features possibly all zero), or a steep oblique feature row (a random
     direction, found by review to defeat the float candidates at a pole), possibly with the label
     that puts its kink plane tangent to the unit ball. Side 0's is a typical row or another extreme one.
-    ``labels_only``: the extreme record has typical features and an extreme label.
+    ``labels_only``: the extreme record has typical features and an extreme label.  ``oblique``: the
+    oblique and tangent kinds are drawn too (for the piecewise-linear targets on a ball; the smooth
+    links' exact path is correct on them but can take minutes per fit).
     """
     n = round(math.exp(draw(st.floats(math.log(20.0), math.log(2000.0)))))
     seed = draw(st.integers(0, 2**31 - 1))
@@ -246,9 +248,8 @@ def neighbours(draw, classification: bool, labels_only: bool = False):
         y = np.where(y > 0, 1.0, -1.0)
 
     def record():
-        where = draw(st.sampled_from(["label"] if labels_only else ["features", "label", "both",
-                                                                       "zero features", "oblique",
-                                                                       "tangent"]))
+        kinds = ["features", "label", "both", "zero features"] + (["oblique", "tangent"] if oblique else [])
+        where = draw(st.sampled_from(["label"] if labels_only else kinds))
         mag = min(10.0 ** draw(st.floats(4.0, 99.0)), DATA_MAX / 4)
         signs = np.array(draw(st.lists(st.sampled_from([-1.0, 0.0, 1.0]), min_size=D, max_size=D)))
         if labels_only:
@@ -301,13 +302,18 @@ def _fit(target: str, X: np.ndarray, y: np.ndarray, seed: int):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("target", TARGETS)
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=3, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_random_extreme_neighbours_release_on_both_sides(target, data):
-    """Both sides release (no exception of any kind) with the same public-input record."""
+    """Both sides release (no exception of any kind) with the same public-input record.
+
+    Derandomized, so the suite's time is the same on every run; the full random search is
+    ``benchmarks/bench_audit.py``'s job (and offline stress runs of this strategy).
+    """
     sides, seed = data.draw(neighbours(classification=target in ("PrivateLinearSVM",
                                                                  "smooth/logistic/output-perturbation"),
-                                       labels_only=target.startswith("labels/")))
+                                       labels_only=target.startswith("labels/"),
+                                       oblique=target.startswith("solve/") or target.startswith("Private")))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PrivacyLeakWarning)
         warnings.simplefilter("ignore", UtilityWarning)

@@ -72,8 +72,9 @@ class Loss:
         if not isinstance(variable, cp.Variable):
             raise ModelError(f"variable must be a cp.Variable, got {type(variable).__name__}.")
         if variable.ndim != 1:
-            raise ModelError(f"the model variable must be a vector (shape (d,)), got shape "
-                             f"{variable.shape}; flatten it with cp.Variable(d).")
+            raise ModelError(f"the model variable must be a vector: cp.Variable(d), shape (d,); got shape "
+                             f"{variable.shape}. A column cp.Variable((d, 1)) is the same model written "
+                             "with an extra axis: declare cp.Variable(d) and write x @ w.")
         if not isinstance(expr, cp.Expression):
             raise ModelError(f"the loss must be a CVXPY expression, got {type(expr).__name__}.")
         if expr.size != 1:
@@ -82,6 +83,13 @@ class Loss:
         if isinstance(data, Mapping):
             placeholders = dict(data)
         else:
+            data = list(data)
+            names = [p.name() if isinstance(p, cp.Parameter) else repr(p) for p in data]
+            repeated = sorted({n for n in names if names.count(n) > 1})
+            if repeated:
+                raise ModelError(f"two data placeholders share the name {repeated[0]!r}; data are bound by "
+                                 "name, so give each cp.Parameter its own name=... (or pass "
+                                 "data={'name': parameter, ...}).")
             placeholders = {p.name(): p for p in data}
         for name, p in placeholders.items():
             if not isinstance(p, cp.Parameter):

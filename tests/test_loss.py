@@ -278,3 +278,17 @@ def test_label_refusal_quotes_no_label_from_the_data():
     with pytest.raises(cvxdp.error.DataError) as info:
         loss.bind({"x": np.ones((3, 2)), "y": np.array([1.0, -1.0, 7.25])})
     assert "7.25" not in str(info.value) and "-1 or +1" in str(info.value)
+
+
+def test_two_placeholders_with_one_name_are_explained():
+    w = cp.Variable(2)
+    x1, x2 = cp.Parameter(2, name="x"), cp.Parameter(2, name="x")
+    with pytest.raises(cvxdp.ModelError, match="share the name 'x'"):
+        cvxdp.Loss(cp.abs(x1 @ w) + cp.abs(x2 @ w), w, data=[x1, x2])
+
+
+def test_a_column_variable_is_explained():
+    w = cp.Variable((2, 1))
+    x = cp.Parameter((1, 2), name="x")
+    with pytest.raises(cvxdp.ModelError, match=r"cp.Variable\(d\)"):
+        cvxdp.Loss(cp.abs(x @ w)[0, 0], w, data=[x])

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from cvxdp.conic.program import SOLVERS
 from cvxdp.erm.solver import ERMSettings
 from cvxdp.error import ParameterError, UncertifiableLossError
 from cvxdp.extension import LipschitzExtension
@@ -174,7 +175,8 @@ class PrivateProblem:
               max_phases: int | None = None, lam: float | None = None,
               boosting_groups: int | None = None, progress: bool = False,
               diagnostics: bool = False, accountant: BudgetAccountant | None = None,
-              executor: Executor | None = None) -> PrivateResult:
+              executor: Executor | None = None, solver: str | None = None,
+              verbose: bool = False) -> PrivateResult:
         """Fit an ε-DP model.
 
         Parameters
@@ -245,6 +247,11 @@ class PrivateProblem:
             ``GridSearchCV(PrivateLADRegressor(accountant=acc), {"epsilon": [...]}, n_jobs=1,
             error_score="raise")`` with ``acc`` sized for every fit of the search (grid × folds,
             plus the refit).  ``None`` (default): only this call's own ledger, which caps this call.
+        solver, verbose:
+            CVXPY's habits: ``solver=cp.CLARABEL`` (default) or ``cp.ECOS`` chooses the conic solver of
+            the certified ERM (other solvers are refused: the certificate repairs the conic duals of
+            cvxdp's own direct Clarabel or ECOS calls); ``verbose=True`` prints the solver's log.
+            Both override ``erm.conic``.  Neither changes what is released, only how it is computed.
         executor:
             Where the independent groups of a phase of Algorithm 1 run: ``None`` (default) serially
             in this process, or e.g. :class:`~cvxdp.run.executor.ProcessExecutor` ``(workers=2)``.
@@ -259,6 +266,7 @@ class PrivateProblem:
         if not isinstance(diagnostics, bool | np.bool_) or not isinstance(progress, bool | np.bool_):
             raise ParameterError("diagnostics and progress must be True or False.")
         diagnostics = bool(diagnostics)
+        erm = solver_settings(erm, solver, verbose)
         inputs = self._inputs(epsilon=epsilon, moment_k=moment_k, G_k=G_k, G_2=G_2, algorithm=algorithm,
                               profile=profile, delta=delta, localize=localize, tail_share=tail_share,
                               tail_range=tail_range, lambda_scale=lambda_scale, lambda_growth=lambda_growth,
@@ -314,6 +322,25 @@ class PrivateProblem:
             )
         LipschitzExtension(self.model, 1.0)  # refuses uncertifiable losses before any work
         return inputs
+
+
+def solver_settings(erm: ERMSettings | None, solver: str | None, verbose: bool) -> ERMSettings | None:
+    """``erm`` with CVXPY's ``solver=`` / ``verbose=`` applied to its conic settings (validated)."""
+    if not isinstance(verbose, bool | np.bool_):
+        raise ParameterError(f"verbose must be True or False, got {verbose!r}.")
+    if solver is None and not verbose:
+        return erm
+    if erm is not None and not isinstance(erm, ERMSettings):
+        return erm  # refused with its own message by _inputs
+    base = erm or ERMSettings()
+    conic = base.conic
+    if solver is not None:
+        if not isinstance(solver, str) or solver.lower() not in SOLVERS:
+            raise ParameterError(
+                f"solver {solver!r} is not supported: cvxdp certifies every release from the conic duals "
+                f"of its own direct Clarabel or ECOS calls; pass solver=cp.CLARABEL (default) or cp.ECOS.")
+        conic = replace(conic, solver=solver.lower())
+    return replace(base, conic=replace(conic, verbose=bool(verbose) or conic.verbose))
 
 
 def _charge_accountant(accountant: BudgetAccountant, inputs: PublicInputs, random_state: object) -> None:

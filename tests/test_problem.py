@@ -210,3 +210,21 @@ def test_excess_risk_falls_with_n_and_epsilon():
     assert big_n < 0.5 * small_n
     assert big_eps < 0.5 * small_eps
     assert big_n < 0.05 and big_eps < 0.05
+
+
+def test_cvxpy_solver_and_verbose_options(capfd):
+    """``solver=`` takes CVXPY's constants for the two solvers the certificate can use; others are refused
+    with the reason; ``verbose=True`` shows the solver's log."""
+    task, model = _lad(n=400)
+    kw = dict(epsilon=1.0, moment_k=4.0, G_k=task.G(4.0), algorithm="output-perturbation", tail_share=0.0,
+              random_state=0, diagnostics=True)
+    data = {"x": task.X_train, "y": task.y_train}
+    for solver in (cp.CLARABEL, cp.ECOS):
+        res = PrivateProblem(model).solve(data, solver=solver, **kw)
+        assert res.certificates[0]["method"].startswith(solver.lower())
+    capfd.readouterr()
+    PrivateProblem(model).solve(data, solver=cp.CLARABEL, verbose=True, **kw)
+    assert "Clarabel" in capfd.readouterr().out
+    for bad in (cp.SCS, "highs", 3):
+        with pytest.raises(ParameterError, match="not supported"):
+            PrivateProblem(model).solve(data, solver=bad, **kw)

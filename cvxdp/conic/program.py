@@ -56,6 +56,8 @@ class ConicSettings:
     verbose: bool = False
 
     def __post_init__(self) -> None:
+        if isinstance(self.solver, str):  # CVXPY's constants are upper case: cp.CLARABEL, cp.ECOS
+            object.__setattr__(self, "solver", self.solver.lower())
         if self.solver not in SOLVERS:
             raise ParameterError(f"ConicSettings.solver must be one of {SOLVERS}, got {self.solver!r}.")
         for name, value in (("tol", positive_finite("ConicSettings.tol", self.tol)),

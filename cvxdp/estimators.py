@@ -52,9 +52,12 @@ class _PrivateLinearModel(BaseEstimator):
 
     Parameters (every estimator): ``epsilon``, ``moment_k``, ``G_k``, ``G_2``, ``algorithm``,
     ``profile``, ``delta``, ``tail_share``, ``tail_range``, ``random_state``, ``accountant``,
-    ``diagnostics`` and ``progress`` are those of :meth:`PrivateProblem.solve
-    <cvxdp.problem.PrivateProblem.solve>`; ``radius`` is the domain's (a ball around 0 in the
-    space of ``(coef, intercept)``); ``fit_intercept`` appends the constant feature 1.
+    ``diagnostics``, ``progress`` and ``solver`` are those of :meth:`PrivateProblem.solve
+    <cvxdp.problem.PrivateProblem.solve>`; the domain is the ball of ``radius`` around ``center``
+    in the space of ``(coef, intercept)`` (``None``: around 0), so ``center`` is also the public
+    prior the fit is regularized toward — e.g. a guess of the intercept of an upper quantile, from
+    units or other data, never from the training data; ``fit_intercept`` appends the constant
+    feature 1.
     """
 
     _loss_name = "absolute"
@@ -64,7 +67,7 @@ class _PrivateLinearModel(BaseEstimator):
                  algorithm: str = "population", profile: str = "tight", delta: float = 0.1,
                  tail_share: float | None = None, tail_range: tuple[float, float] | None = None,
                  random_state: object = None, accountant: object = None, diagnostics: bool = False,
-                 progress: bool = False) -> None:
+                 progress: bool = False, center: object = None, solver: str | None = None) -> None:
         self.epsilon = epsilon
         self.moment_k = moment_k
         self.G_k = G_k
@@ -80,6 +83,8 @@ class _PrivateLinearModel(BaseEstimator):
         self.accountant = accountant
         self.diagnostics = diagnostics
         self.progress = progress
+        self.center = center
+        self.solver = solver
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -134,17 +139,19 @@ class _PrivateLinearModel(BaseEstimator):
         X, y = self._validate(X, y)
         yt = self._transform_y(y)
         Z = self._design(X)
+        centre = self._centre(Z.shape[1])
         need = max(10, 2 * Z.shape[1])  # PrivateProblem's minimum, in scikit-learn's words (n is public)
         if Z.shape[0] < need:
             raise DataError(f"n_samples = {Z.shape[0]} is too few for a private fit with "
                             f"{Z.shape[1]} coefficients; at least {need} are needed.")
         w = cp.Variable(Z.shape[1])
-        model = Model(self._loss(w), [cp.norm(w, 2) <= self.radius])
+        model = Model(self._loss(w), [cp.norm(w - centre, 2) <= self.radius])
         result = PrivateProblem(model).solve(
             {"x": Z, "y": yt}, epsilon=self.epsilon, moment_k=self.moment_k, G_k=self.G_k,
             G_2=self.G_2, algorithm=self.algorithm, profile=self.profile, delta=self.delta,
             tail_share=self.tail_share, tail_range=self.tail_range, random_state=self.random_state,
-            accountant=self.accountant, diagnostics=bool(self.diagnostics), progress=bool(self.progress))
+            accountant=self.accountant, diagnostics=bool(self.diagnostics), progress=bool(self.progress),
+            solver=self.solver)
         self._set_public_attributes()
         if self.diagnostics:
             self.result_: PrivateResult = result
@@ -156,6 +163,19 @@ class _PrivateLinearModel(BaseEstimator):
         self.coef_ = coef[:-1].copy() if self.fit_intercept else coef.copy()
         self.intercept_ = float(coef[-1]) if self.fit_intercept else 0.0
         return self
+
+    def _centre(self, size: int) -> np.ndarray:
+        """The public centre of the domain ball: ``center`` as ``(coef..., intercept)``, or 0."""
+        if self.center is None:
+            return np.zeros(size)
+        try:
+            c = finite_array("center", self.center, ndim=1)
+        except DataError as exc:
+            raise ParameterError(str(exc)) from exc
+        if c.shape != (size,):
+            raise ParameterError(f"center must have {size} entries (the coefficients"
+                                 f"{' and the intercept' if self.fit_intercept else ''}), got {c.shape[0]}.")
+        return c
 
     def _set_public_attributes(self) -> None:
         """Learned attributes that are functions of the parameters only (set after a successful fit)."""
@@ -322,11 +342,13 @@ class PrivateLinearSVM(ClassifierMixin, _PrivateLinearModel):
                  fit_intercept: bool = True, algorithm: str = "population", profile: str = "tight",
                  delta: float = 0.1, tail_share: float | None = None,
                  tail_range: tuple[float, float] | None = None, random_state: object = None,
-                 accountant: object = None, diagnostics: bool = False, progress: bool = False) -> None:
+                 accountant: object = None, diagnostics: bool = False, progress: bool = False,
+                 center: object = None, solver: str | None = None) -> None:
         super().__init__(epsilon=epsilon, moment_k=moment_k, G_k=G_k, G_2=G_2, radius=radius,
                          fit_intercept=fit_intercept, algorithm=algorithm, profile=profile, delta=delta,
                          tail_share=tail_share, tail_range=tail_range, random_state=random_state,
-                         accountant=accountant, diagnostics=diagnostics, progress=progress)
+                         accountant=accountant, diagnostics=diagnostics, progress=progress, center=center,
+                         solver=solver)
         self.classes = classes
 
     def __sklearn_tags__(self):
@@ -397,11 +419,13 @@ class PrivateQuantileRegressor(_Regressor):
                  fit_intercept: bool = True, algorithm: str = "population", profile: str = "tight",
                  delta: float = 0.1, tail_share: float | None = None,
                  tail_range: tuple[float, float] | None = None, random_state: object = None,
-                 accountant: object = None, diagnostics: bool = False, progress: bool = False) -> None:
+                 accountant: object = None, diagnostics: bool = False, progress: bool = False,
+                 center: object = None, solver: str | None = None) -> None:
         super().__init__(epsilon=epsilon, moment_k=moment_k, G_k=G_k, G_2=G_2, radius=radius,
                          fit_intercept=fit_intercept, algorithm=algorithm, profile=profile, delta=delta,
                          tail_share=tail_share, tail_range=tail_range, random_state=random_state,
-                         accountant=accountant, diagnostics=diagnostics, progress=progress)
+                         accountant=accountant, diagnostics=diagnostics, progress=progress, center=center,
+                         solver=solver)
         self.quantile = quantile
 
     def _check_params(self) -> None:

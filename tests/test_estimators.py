@@ -340,3 +340,20 @@ def test_model_selection_with_a_shared_accountant_spends_every_fit():
     with pytest.raises(PrivacyBudgetError):  # the budget caps the next search before it reads data
         GridSearchCV(PrivateLADRegressor(**base), {"epsilon": [2.0, 3.0]}, cv=2, n_jobs=1,
                      error_score="raise").fit(X, y)
+
+
+def test_a_public_prior_centre_moves_the_domain_and_the_shrinkage():
+    """``center`` is the ball's centre in (coef, intercept): an upper quantile with a public guess of its
+    intercept is no longer shrunk toward 0 (which made it a terrible τ = 0.9 predictor)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 2))
+    y = X @ np.array([0.3, 0.1]) + 5.0 + rng.standard_t(3, size=3000)
+    kw = dict(quantile=0.9, G_k=3.0, radius=1.5, random_state=0, algorithm="output-perturbation")
+    at_zero = PrivateQuantileRegressor(**kw).fit(X, y)
+    at_prior = PrivateQuantileRegressor(center=[0.0, 0.0, 5.5], **kw).fit(X, y)
+    assert np.linalg.norm(np.r_[at_prior.coef_, at_prior.intercept_] - [0.0, 0.0, 5.5]) <= 1.5 + 1e-9
+    assert abs(np.mean(y > at_prior.predict(X)) - 0.1) < abs(np.mean(y > at_zero.predict(X)) - 0.1)
+    with pytest.raises(ParameterError, match="3 entries"):
+        PrivateQuantileRegressor(center=[0.0, 5.5], **kw).fit(X, y)
+    with pytest.raises(ParameterError, match="not supported"):
+        PrivateLADRegressor(G_k=3.0, solver="SCS").fit(X, y)

@@ -84,7 +84,8 @@ def demo(argv: list[str] | None = None) -> int:
         print(f"{'':26s}{'test loss':>12s}")
         print(f"{'private (ε-DP)':26s}{risk_p:12.4f}")
         print(f"{'w = 0 (trivial, 0-DP)':26s}{risk_0:12.4f}\n")
-        print(result.ledger.summary())
+        print(result.release_plan.describe())
+        print(result.ledger.summary().splitlines()[0])
         return 0
     t0 = time.perf_counter()
     w_np = nonprivate_erm(model, model.bind(train))
@@ -96,8 +97,10 @@ def demo(argv: list[str] | None = None) -> int:
     print(f"{'non-private ERM':26s}{risk_np:12.4f}{t_np:10.2f}s")
     print(f"{'w = 0 (trivial, 0-DP)':26s}{risk_0:12.4f}")
     print(f"excess test loss over the non-private fit: {risk_p - risk_np:.4f}\n")
-    print(result.ledger.summary())
-    print("\ncertificates of the private steps — diagnostics, data-dependent: do not publish")
+    print(result.release_plan.describe())
+    print(result.ledger.summary().splitlines()[0])
+    print("\ncertificates of the private steps — diagnostics, data-dependent: do not publish "
+          "(α req. the accuracy the sensitivity assumes, gap the certified one)")
     print(f"  {'phase':>5s} {'grp':>3s} {'rnd':>3s} {'m':>6s} {'C':>8s} {'λ':>9s} {'α req.':>9s} "
           f"{'gap':>9s} {'Δ':>9s} {'s':>9s} {'R⁺':>8s}  method")
     for c in result.certificates:

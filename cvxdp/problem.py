@@ -131,9 +131,12 @@ class PrivateResult:
 
     def summary(self) -> str:
         """The algorithm, the ε spent, the number of releases and ``w``: public or private figures only."""
+        rounds = len(self.steps)
+        extra = len(self.ledger.entries) - rounds
         lines = [f"private model ({self.algorithm}, profile {self.profile}): "
                  f"ε spent {self.ledger.spent:.4g} of {self.epsilon:.4g}, "
-                 f"{len(self.steps)} releases",
+                 f"{len(self.ledger.entries)} releases ({rounds} localization rounds"
+                 + (" and the private tail histogram" if extra else "") + ")",
                  "w = " + np.array2string(self.w, precision=4, max_line_width=100)]
         return "\n".join(lines)
 

@@ -6,7 +6,7 @@ optimizes the loss's Lipschitz extension
 solvers and privatizes the result (Lowy, arXiv 2604.06492).
 """
 
-from cvxdp import datasets, error, geometry, losses
+from cvxdp import datasets, error, geometry, losses, moment_bounds
 from cvxdp.conic.program import ConicSettings
 from cvxdp.erm import ERMCertificate, ERMSettings
 from cvxdp.error import (
@@ -83,4 +83,5 @@ __all__ = [
     "error",
     "geometry",
     "losses",
+    "moment_bounds",
 ]

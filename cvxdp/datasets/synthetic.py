@@ -27,17 +27,10 @@ from cvxdp.datasets.population import (
     minimize_on_segment,
     student_t_lad_risk,
 )
+from cvxdp.moment_bounds import student_t_norm_moment
 
 _KS = (2.0, 2.5, 3.0, 4.0, 6.0, 8.0)
 
-
-def student_t_norm_moment(d: int, nu: float, k: float) -> float:
-    """``E||T||^k`` for the ``d``-variate Student-t with ``ν > k`` degrees of freedom."""
-    if not nu > k:
-        return math.inf
-    logm = (k / 2.0) * math.log(nu) + gammaln((d + k) / 2.0) + gammaln((nu - k) / 2.0) \
-        - gammaln(d / 2.0) - gammaln(nu / 2.0)
-    return math.exp(logm)
 
 
 def multivariate_t(rng: np.random.Generator, n: int, d: int, nu: float) -> np.ndarray:

@@ -104,6 +104,11 @@ class PublicInputs:
         if auto and G_k != "auto":
             raise ParameterError(f"G_k must be a positive number or 'auto', got {G_k!r}.")
         if not auto:
+            if isinstance(G_k, numbers.Real) and not isinstance(G_k, bool) and math.isinf(G_k) and G_k > 0:
+                raise ParameterError(
+                    f"G_k is infinite: the moment_k = {k:g}-th moment of the per-example gradient norms must "
+                    "be finite (for Student-t features with ν degrees of freedom, k < ν); choose a smaller "
+                    "moment_k — cvxdp.moment_bounds.feature_moment_bound gives G_k for common laws.")
             G_k = positive_finite("G_k", G_k)
         if G_2 is not None:
             G_2 = positive_finite("G_2", G_2)

@@ -390,6 +390,26 @@ class PrivateLinearSVM(ClassifierMixin, _PrivateLinearModel):
         scores = self.decision_function(X)
         return np.where(scores >= 0, self.classes_[1], self.classes_[0])
 
+    def score(self, X: object, y: object, sample_weight: object = None) -> float:
+        """Accuracy, labels matched to the declared classes by value; a label outside them is an error.
+
+        (scikit-learn's ``accuracy_score`` refuses labels of another type than the classes, e.g. the
+        strings ``"0"``/``"1"`` against ``classes=(0, 1)``: here they simply do not match.)
+        """
+        neg, pos = _declared_classes(self.classes)
+        y = _as_label_array(y)
+        if y.ndim != 1:
+            raise DataError(f"y must be one-dimensional, got shape {y.shape}.")
+        positive = self.decision_function(X) >= 0
+        if positive.shape != y.shape:
+            raise DataError(f"Found input variables with inconsistent numbers of samples: "
+                            f"[{positive.shape[0]}, {y.shape[0]}]")
+        hits = np.where(positive, _matches(y, pos), _matches(y, neg)).astype(float)
+        if sample_weight is None:
+            return float(np.mean(hits))
+        weights = finite_array("sample_weight", sample_weight, shape=(y.shape[0],))
+        return float(np.average(hits, weights=weights))
+
 
 def _as_label_array(y: object) -> np.ndarray:
     """``y`` as an array; a sequence mixing numbers and strings stays ``object`` (so 1 is not read as '1')."""

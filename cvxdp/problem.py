@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import time
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -30,7 +31,7 @@ import numpy as np
 
 from cvxdp.conic.program import SOLVERS
 from cvxdp.erm.solver import ERMSettings
-from cvxdp.error import ParameterError, UncertifiableLossError
+from cvxdp.error import ParameterError, PrivacyLeakWarning, UncertifiableLossError
 from cvxdp.extension import LipschitzExtension
 from cvxdp.model import Model
 from cvxdp.plan.inputs import PublicInputs
@@ -254,7 +255,10 @@ class PrivateProblem:
             CVXPY's habits: ``solver=cp.CLARABEL`` (default) or ``cp.ECOS`` chooses the conic solver of
             the certified ERM (other solvers are refused: the certificate repairs the conic duals of
             cvxdp's own direct Clarabel or ECOS calls); ``verbose=True`` prints the solver's log.
-            Both override ``erm.conic``.  Neither changes what is released, only how it is computed.
+            Both override ``erm.conic``.  Neither changes what is released, only how it is computed —
+            but the log is a **diagnostic**: its objective values and iteration counts depend on the
+            data and are not covered by the privacy guarantee (a :class:`~cvxdp.error.PrivacyLeakWarning`
+            says so); do not publish it.
         executor:
             Where the independent groups of a phase of Algorithm 1 run: ``None`` (default) serially
             in this process, or e.g. :class:`~cvxdp.run.executor.ProcessExecutor` ``(workers=2)``.
@@ -331,6 +335,10 @@ def solver_settings(erm: ERMSettings | None, solver: str | None, verbose: bool) 
     """``erm`` with CVXPY's ``solver=`` / ``verbose=`` applied to its conic settings (validated)."""
     if not isinstance(verbose, bool | np.bool_):
         raise ParameterError(f"verbose must be True or False, got {verbose!r}.")
+    if verbose:
+        warnings.warn("verbose=True prints the conic solver's log, whose objective values and iteration "
+                      "counts depend on the data: a diagnostic, not covered by the privacy guarantee; do "
+                      "not publish it.", PrivacyLeakWarning, stacklevel=3)
     if solver is None and not verbose:
         return erm
     if erm is not None and not isinstance(erm, ERMSettings):

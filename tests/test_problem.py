@@ -223,7 +223,8 @@ def test_cvxpy_solver_and_verbose_options(capfd):
         res = PrivateProblem(model).solve(data, solver=solver, **kw)
         assert res.certificates[0]["method"].startswith(solver.lower())
     capfd.readouterr()
-    PrivateProblem(model).solve(data, solver=cp.CLARABEL, verbose=True, **kw)
+    with pytest.warns(cvxdp.PrivacyLeakWarning, match="diagnostic"):
+        PrivateProblem(model).solve(data, solver=cp.CLARABEL, verbose=True, **kw)
     assert "Clarabel" in capfd.readouterr().out
     for bad in (cp.SCS, "highs", 3):
         with pytest.raises(ParameterError, match="not supported"):

@@ -186,14 +186,20 @@ class _PrivateLinearModel(BaseEstimator):
         return finite_array("X", X, ndim=2) @ self.coef_ + self.intercept_
 
 
+#: scikit-learn refusals whose text is built from shapes, sizes and feature names only (public), so
+#: it is kept; any other text is replaced, since some embed the array itself ("array=[...]").
+_SAFE_MESSAGES = ("Found array with", "inconsistent numbers of samples", "features, but", "feature names",
+                  "Feature names", "requires y to be passed", "y should be a 1d array")
+
+
 def _validated(est: _PrivateLinearModel, X: object, y: object = "no_validation", *, reset: bool = True,
                y_numeric: bool = False):
-    """scikit-learn's ``validate_data`` with its refusals as cvxdp's :class:`~cvxdp.error.DataError`.
+    """scikit-learn's ``validate_data`` with its refusals as cvxdp's, in messages that show no data.
 
-    Its messages are kept (they name shapes and feature names: public); NaN and infinite values are
-    left to cvxdp's own check (:func:`~cvxdp._validation.finite_array`), whose message names no
-    count or position.  ``pd.NA`` and ``None`` make numpy's float conversion raise a ``TypeError``
-    that names the missing-value type: a :class:`~cvxdp.error.DataTypeError` says what to do.
+    Messages built from shapes and feature names are kept; the ones that would quote the data (a
+    1-D X is printed whole, a string that is not a number is quoted, complex data is printed) are
+    replaced by cvxdp's own.  NaN and infinite values are left to cvxdp's check
+    (:func:`~cvxdp._validation.finite_array`), whose message names no count or position.
     """
     options = {"reset": reset, "dtype": np.float64, "ensure_all_finite": False}
     if not (isinstance(y, str) and y == "no_validation"):
@@ -202,12 +208,27 @@ def _validated(est: _PrivateLinearModel, X: object, y: object = "no_validation",
         return validate_data(est, X, y, **options)
     except TypeError as exc:
         if "sparse" in str(exc).lower():
-            raise DataTypeError(str(exc)) from exc
-        raise DataTypeError(f"X or y has missing values (such as pd.NA or None) or entries that are not "
-                            f"numbers ({exc}); impute or drop them, and convert the columns to numbers, "
-                            "before fitting.") from exc
+            raise DataTypeError("Sparse data was passed, but dense data is required: a private fit reads "
+                                "dense arrays; use X.toarray().") from exc
+        raise DataTypeError("X or y has missing values (such as pd.NA or None) or entries that are not "
+                            "numbers (float() argument must be a string or a real number); impute or drop "
+                            "them, and convert the columns to numbers, before fitting.") from exc
     except ValueError as exc:
-        raise DataError(str(exc)) from exc
+        text = str(exc)
+        if "Expected 2D array" in text:
+            raise DataError(f"X must be a 2-D array of shape (n_samples, n_features), got {np.ndim(X)} "
+                            "dimension(s). Reshape your data either using array.reshape(-1, 1) if your "
+                            "data has a single feature or array.reshape(1, -1) if it contains a single "
+                            "sample.") from exc
+        if "omplex" in text:
+            raise DataError("Complex data not supported: X and y must hold real numbers.") from exc
+        if "could not convert" in text:
+            raise DataTypeError("X or y has entries that are not numbers (text or other objects); convert "
+                                "them to numbers before fitting.") from exc
+        if any(p in text for p in _SAFE_MESSAGES) and "array=" not in text:
+            raise DataError(text) from exc
+        raise DataError("X or y is not in a form a private fit can use: X must be a 2-D numeric array and "
+                        "y a 1-D array of the same length.") from exc
 
 
 class _Regressor(RegressorMixin, _PrivateLinearModel):
@@ -261,6 +282,10 @@ def _declared_classes(classes: object) -> tuple:
                 finite = False
             if not finite:
                 raise ParameterError(f"numeric classes must be finite numbers, got {c!r}.")
+            if float(c) != c:  # numpy reads a list of labels as float64: such a class would match
+                # on some data sets and not on others, by how numpy typed the whole list
+                raise ParameterError(f"numeric classes must be exactly representable as a float64, got "
+                                     f"{c!r}; declare classes such as (0, 1) or strings.")
     if kinds[0] != kinds[1]:
         raise ParameterError(f"classes must be two numbers or two strings (or two bytes), got {pair!r}; "
                              "a string label never equals a number.")

@@ -97,14 +97,22 @@ def attribute_constraints(w: cp.Variable) -> list[cp.Constraint]:
         raise DomainError(f"the model variable has attributes {other} that cvxdp does not support; declare "
                           "a plain vector cp.Variable(d), optionally nonneg, nonpos or bounds=[lb, ub].")
     out: list[cp.Constraint] = []
+    if (attrs.get("nonneg") or attrs.get("pos")) and (attrs.get("nonpos") or attrs.get("neg")):
+        raise DomainError("the model variable is declared both nonneg and nonpos: its domain would be the "
+                          "single point 0, with nothing to learn.")
     if attrs.get("nonneg") or attrs.get("pos"):
         out.append(w >= 0)
     if attrs.get("nonpos") or attrs.get("neg"):
         out.append(w <= 0)
     if "bounds" in attrs:
-        lower, upper = attrs["bounds"]
-        if lower is not None:
-            out.append(w >= np.broadcast_to(np.asarray(lower, float), w.shape))
-        if upper is not None:
-            out.append(w <= np.broadcast_to(np.asarray(upper, float), w.shape))
+        for bound, side in zip(attrs["bounds"], ("lower", "upper"), strict=True):
+            if bound is None:
+                continue
+            b = np.broadcast_to(np.asarray(bound, float), w.shape)
+            if np.any(np.isnan(b)) or np.any(b == (np.inf if side == "lower" else -np.inf)):
+                raise DomainError(f"the model variable's {side} bounds must be numbers (±inf for none on the "
+                                  "open side); no point satisfies them.")
+            finite = np.flatnonzero(np.isfinite(b))  # an infinite entry is no bound on that coordinate
+            if finite.size:
+                out.append(w[finite] >= b[finite] if side == "lower" else w[finite] <= b[finite])
     return out

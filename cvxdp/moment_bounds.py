@@ -14,8 +14,8 @@ with ``ν`` degrees of freedom: ``k < ν``; Pareto with index ``α``: ``k < α``
 the finite range (``k ≈ (2 + ν)/2`` for ``ν ≤ 6``, ``k = 4`` beyond) keeps ``G_k`` moderate;
 :func:`moment_bound_table` shows how ``G_k`` moves with ``k``.
 
-Every figure is a closed form; with ``intercept=True`` it bounds ``||(x, 1)||`` (``+ 1``, by
-Minkowski's inequality).
+Every figure is a closed form; with ``intercept=True`` it bounds ``||(x, 1)||``
+(``sqrt(G_k² + 1)``, by Minkowski's inequality in ``L^{k/2}``).
 """
 
 from __future__ import annotations
@@ -45,7 +45,11 @@ def student_t_norm_moment(d: int, nu: float, k: float) -> float:
 def feature_moment_bound(law: str, k: float, d: int, *, scale: float = 1.0, nu: float | None = None,
                          alpha: float | None = None, sigma: float | None = None, bound: float | None = None,
                          intercept: bool = False) -> float:
-    """``(E||x||^k)^{1/k}`` for ``d`` features of a stated law (times ``scale``), ``+ 1`` with ``intercept``.
+    """``(E||x||^k)^{1/k}`` for ``d`` features of a stated law (times ``scale``), or of ``(x, 1)``.
+
+    With an intercept the bound is ``sqrt(g² + 1)``: ``E (||x||² + 1)^{k/2}`` is the ``k/2``-th power
+    of an ``L^{k/2}`` norm, and Minkowski's inequality there (``k ≥ 2``) gives
+    ``(E||(x, 1)||^k)^{2/k} ≤ (E||x||^k)^{2/k} + 1``.
 
     Laws:
 
@@ -60,7 +64,7 @@ def feature_moment_bound(law: str, k: float, d: int, *, scale: float = 1.0, nu: 
     ``"lognormal"`` (``sigma``)
         i.i.d. ``|x_j| = scale·e^{σ N(0,1)}``: ``E|x_j|^k = s^k e^{k²σ²/2}``, bounded as for Pareto;
     ``"bounded"`` (``bound``)
-        ``||x|| ≤ B`` surely: ``B`` for every ``k``.
+        ``||x|| ≤ B`` surely: ``B`` for every ``k`` (``scale`` is not used).
 
     Raises :class:`~cvxdp.error.ParameterError` when the ``k``-th moment is infinite, naming the
     largest ``k`` that is not.
@@ -89,7 +93,7 @@ def feature_moment_bound(law: str, k: float, d: int, *, scale: float = 1.0, nu: 
         g = positive_finite("bound", bound)
     else:
         raise ParameterError(f"law must be one of {LAWS}, got {law!r}.")
-    return g + 1.0 if intercept else g
+    return math.hypot(g, 1.0) if intercept else g
 
 
 def moment_bound_table(law: str, d: int, ks: tuple[float, ...] = (2.0, 2.5, 3.0, 4.0, 6.0, 8.0),

@@ -44,3 +44,12 @@ def test_no_constraints_and_no_bounds_is_still_unbounded():
     w = cp.Variable(2, nonneg=True)  # a half-space is not bounded
     with pytest.raises(UnboundedDomainError):
         cvxdp.Model(cvxdp.losses.absolute(w), [])
+
+
+def test_infinite_bounds_are_open_sides_and_contradictions_are_refused():
+    w = cp.Variable(2, bounds=[np.array([-1.0, -np.inf]), np.array([1.0, 0.0])])
+    model = cvxdp.Model(cvxdp.losses.absolute(w), [cp.norm(w, 2) <= 2])
+    assert model.domain.contains(np.array([0.5, -1.5])) and not model.domain.contains(np.array([0.5, 0.5]))
+    v = cp.Variable(2, nonneg=True, nonpos=True)
+    with pytest.raises(DomainError, match="single point"):
+        cvxdp.Model(cvxdp.losses.absolute(v), [cp.norm(v, 2) <= 1])

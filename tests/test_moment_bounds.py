@@ -48,8 +48,11 @@ def test_monotone_in_k_and_the_intercept_adds_one():
     assert list(table) == [2.0, 2.5, 3.0, 4.0, 6.0]  # k = 8 ≥ ν is left out
     values = list(table.values())
     assert all(a < b for a, b in itertools.pairwise(values))  # Lyapunov: G_k grows with k
-    assert feature_moment_bound("gaussian", 4, 5, intercept=True) == pytest.approx(
-        feature_moment_bound("gaussian", 4, 5) + 1.0)
+    g = feature_moment_bound("gaussian", 3, 3)
+    assert feature_moment_bound("gaussian", 3, 3, intercept=True) == pytest.approx(math.hypot(g, 1.0))
+    rng = np.random.default_rng(2)
+    z = np.c_[rng.standard_normal((400_000, 3)), np.ones(400_000)]
+    assert float(np.mean(np.linalg.norm(z, axis=1) ** 3)) ** (1 / 3) <= math.hypot(g, 1.0) * 1.005
 
 
 @pytest.mark.parametrize("law, params, k, advice", [("student_t", {"nu": 4.0}, 4.0, "k = 3"),

@@ -338,3 +338,17 @@ def test_certified_gap_fails_closed():
                          (0.0, math.inf), (0.0, 1.0)):
         assert certified_gap(upper, lower, np.zeros(2)) == math.inf
     assert certified_gap(1.0, 0.5, np.array([0.0, math.nan])) == math.inf
+
+
+def test_distance_to_an_unbounded_polyhedron_part_is_bounded_by_its_half_spaces():
+    """A ball cut by an orthant: the orthant's bounding ball is infinite, and the intersection's distance
+    bound skipped it (0), so a face-active optimum could never be certified (found by review)."""
+    from cvxdp.geometry import Ball, Intersection
+    from cvxdp.geometry.recognize import domain_from_constraints
+
+    w = cp.Variable(3)
+    region = domain_from_constraints([cp.norm(w, 2) <= 1, w >= 0], w)
+    assert isinstance(region, Intersection)
+    x = np.array([-0.3, 0.2, 0.1])
+    assert distance_lower_bound(Ball(np.zeros(3), 1.0), x) == 0.0  # inside the ball part
+    assert 0.3 * (1 - 1e-12) <= distance_lower_bound(region, x) <= 0.3  # one violated row: exact, less rounding

@@ -140,10 +140,34 @@ def distance_lower_bound(region: Domain, x: np.ndarray) -> float:
     if isinstance(region, LocalizedDomain):
         return _largest_lower(distance_lower_bound(region.ball, x), distance_lower_bound(region.base, x))
     if isinstance(region, Intersection):
-        return _largest_lower(*(distance_lower_bound(p, x) for p in region.parts
-                                if np.isfinite(p.bounding_ball()[1])))
+        return _largest_lower(*(distance_lower_bound(p, x) for p in region.parts))
+    if isinstance(region, Polytope):
+        return _largest_lower(_halfspace_distance(region, x), *(
+            [distance_lower_bound(Ball(*region.bounding_ball()), x)]
+            if np.isfinite(region.bounding_ball()[1]) else []))
     c, r = region.bounding_ball()
+    if not np.isfinite(r):
+        return 0.0
     return distance_lower_bound(Ball(c, r), x)
+
+
+def _halfspace_distance(region: Polytope, x: np.ndarray) -> float:
+    """``max_i (a_iᵀx − b_i)₊/||a_i||`` (and ``|a_eqᵀx − b_eq|/||a_eq||``), minus its rounding: a valid
+    lower bound on ``dist(x, P)`` since ``P`` lies in each half-space and hyperplane; exact when one
+    row is violated.  Works for an unbounded polyhedron, whose bounding ball says nothing."""
+    d = x.size
+    best = 0.0
+    for A, b, absolute in ((region.A, region.b, False), (region.A_eq, region.b_eq, True)):
+        if not A.shape[0]:
+            continue
+        norms = np.linalg.norm(A, axis=1)
+        resid = A @ x - b
+        resid = np.abs(resid) if absolute else resid
+        margin = (d + 4.0) * EPS * (np.abs(A) @ np.abs(x) + np.abs(b)) + 1e-300
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bound = np.where(norms > 0, (resid - margin) / (norms * (1.0 + (d + 4.0) * EPS)), 0.0)
+        best = _largest_lower(best, float(np.max(bound)))
+    return best
 
 
 def separating_cut(region: Domain, x: np.ndarray) -> tuple[np.ndarray, float] | None:

@@ -351,4 +351,4 @@ def test_distance_to_an_unbounded_polyhedron_part_is_bounded_by_its_half_spaces(
     assert isinstance(region, Intersection)
     x = np.array([-0.3, 0.2, 0.1])
     assert distance_lower_bound(Ball(np.zeros(3), 1.0), x) == 0.0  # inside the ball part
-    assert 0.3 * (1 - 1e-12) <= distance_lower_bound(region, x) <= 0.3  # one violated row: exact, less rounding
+    assert 0.3 * (1 - 1e-12) <= distance_lower_bound(region, x) <= 0.3  # one violated row: exact

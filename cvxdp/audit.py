@@ -68,12 +68,11 @@ from cvxdp.model import Model
 from cvxdp.plan.inputs import PublicInputs
 from cvxdp.plan.planner import Planner
 from cvxdp.plan.profiles import RoundPlan
-from cvxdp.privacy.ledger import PrivacyLedger
 from cvxdp.privacy.mechanisms import L2LaplaceMechanism, laplace_scale
 from cvxdp.privacy.random import NoiseSource, SecureRandom, SeededRandom
 from cvxdp.problem import PrivateProblem, PrivateResult
 from cvxdp.run import release as _algorithm2
-from cvxdp.run.release import charge_round, release_round
+from cvxdp.run.release import release_memoized
 
 Mechanism = Callable[[dict, NoiseSource], np.ndarray]
 
@@ -353,11 +352,7 @@ def output_perturbation_mechanism(model: Model, *, epsilon: float, moment_k: flo
 
     def mechanism(data: dict, source: NoiseSource) -> np.ndarray:
         problem, plan, solved = prepare(data)
-        ledger = PrivacyLedger(problem.m, plan.epsilon)
-        entry = charge_round(ledger, plan, np.arange(problem.m), batch="all")
-        w, _ = release_round(problem, plan, charge=entry, source=source, erm=erm,
-                             minimizer=lambda *_: (np.array(solved[0], copy=True), solved[1]), snap=snap)
-        return w
+        return release_memoized(problem, plan, solved, source, erm=erm, snap=snap)
 
     def plan_for(data: dict) -> tuple[np.ndarray, L2LaplaceMechanism]:
         """The certified minimizer of ``data`` and the release's mechanism."""

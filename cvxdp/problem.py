@@ -192,7 +192,7 @@ class PrivateProblem:
         moment_k, G_k:
             The public moment bound ``E sup_{w∈W} ||∂f(w, z)||^k ≤ G_k^k`` (``k ≥ 2``), or
             ``G_k="auto"`` to estimate it privately (a ``tail_share`` of ε, default 0.1;
-            see :mod:`cvxdp.moments` for what such an estimate can and cannot promise).
+            see :mod:`cvxdp.privacy.tail` for what such an estimate can and cannot promise).
         G_2:
             Second-moment bound (defaults to ``G_k``, valid since ``G_2 ≤ G_k``).
         algorithm:
@@ -224,7 +224,7 @@ class PrivateProblem:
             Algorithm 1's schedule ``λ_t = scale·λ₁·growth^{t−1}``.  Default: the
             paper profile uses scale 1, growth 8 and every phase; the tight profile
             picks all three by minimizing the public excess-risk proxy of
-            :func:`~cvxdp.localization.population.schedule_proxy`.
+            :func:`~cvxdp.plan.schedule.schedule_proxy`.
         lam:
             A fixed ``λ`` for the single-ERM algorithms.
         boosting_groups:
@@ -239,7 +239,7 @@ class PrivateProblem:
             :class:`~cvxdp.error.ParameterError`; the released point and its distribution are the same
             either way.
         accountant:
-            A :class:`~cvxdp.accountant.BudgetAccountant` shared by several calls on the same data.
+            A :class:`~cvxdp.privacy.accountant.BudgetAccountant` shared by several calls on the same data.
             This call charges it the whole ``epsilon`` after validating its arguments and *before*
             reading the data or drawing any noise; if the charge would exceed the accountant's total
             (exact arithmetic) the call raises :class:`~cvxdp.error.PrivacyBudgetError`, touches no

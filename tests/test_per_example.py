@@ -145,7 +145,7 @@ def _others(arr):
 
 
 def _bins(A: np.ndarray, low: float, high: float, bins_per_octave: int = 2) -> np.ndarray:
-    """The histogram bin of each example, as :func:`cvxdp.moments.private_tail_profile` computes it."""
+    """The histogram bin of each example, as :func:`cvxdp.privacy.tail.private_tail_profile` computes it."""
     J_ = math.ceil(math.log2(high / low) * bins_per_octave)
     edges = low * 2.0 ** (np.arange(J_ + 1) / bins_per_octave)
     return np.searchsorted(edges, A, side="left")

@@ -11,8 +11,6 @@ best-in-hindsight grids.
 
 from __future__ import annotations
 
-import numpy as np
-
 from cvxdp.baselines.noisy_gd import noisy_clipped_gd
 from cvxdp.baselines.nonprivate import empirical_objective, nonprivate_erm
 from cvxdp.baselines.objective_perturbation import objective_perturbation
@@ -24,8 +22,7 @@ from cvxdp.baselines.output_perturbation import (
     clipped_problem,
 )
 from cvxdp.erm.solver import solve_certified
-from cvxdp.privacy.ledger import PrivacyLedger
-from cvxdp.run.release import charge_round, release_round
+from cvxdp.run.release import release_memoized
 
 
 def audit_mechanisms(model, *, epsilon: float, lam: float, C: float = 2.0, steps: int = 10) -> dict:
@@ -45,12 +42,7 @@ def audit_mechanisms(model, *, epsilon: float, lam: float, C: float = 2.0, steps
             plan = clipped_plan(model, ex.m, epsilon=epsilon, C=C, lam=lam)
             cache[key] = (problem, plan, solve_certified(problem, plan.alpha))
         problem, plan, solved = cache[key]
-        ledger = PrivacyLedger(problem.m, epsilon)
-        entry = charge_round(ledger, plan, np.arange(problem.m), batch="all",
-                             mechanism="clipped output perturbation")
-        w, _ = release_round(problem, plan, charge=entry, source=source,
-                             minimizer=lambda *_: (np.array(solved[0], copy=True), solved[1]))
-        return w
+        return release_memoized(problem, plan, solved, source, mechanism="clipped output perturbation")
 
     def gd(data, source):
         return noisy_clipped_gd(model, data, epsilon=epsilon, C=C, steps=steps, random_state=source).w

@@ -32,7 +32,6 @@ from cvxdp.moment_bounds import student_t_norm_moment
 _KS = (2.0, 2.5, 3.0, 4.0, 6.0, 8.0)
 
 
-
 def multivariate_t(rng: np.random.Generator, n: int, d: int, nu: float) -> np.ndarray:
     """``n`` draws of the ``d``-variate Student-t with ``ν`` degrees of freedom."""
     z = rng.standard_normal((n, d))

@@ -53,8 +53,6 @@ def iteration_bound(d: int, radius: float, lipschitz: float, eps: float) -> int:
     return math.ceil(2.0 * d * d * math.log(ratio))
 
 
-
-
 def ellipsoid_method(problem: RegularizedERM, alpha: float, center: np.ndarray, radius: float,
                      max_iterations: int | None = None, check_every: int | None = None,
                      oracle_tolerance: float | None = None) -> CuttingPlaneResult:

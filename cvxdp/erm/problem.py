@@ -166,10 +166,6 @@ class ERMCertificate:
         return bool(self.gap <= self.required)
 
 
-
-
-
-
 def model_minimum(problem: RegularizedERM, g: np.ndarray, beta: float) -> float:
     """Certified lower bound on ``min_{w∈U} <g, w> + β + (λ/2)||w − w₀||²``.
 

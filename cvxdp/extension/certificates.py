@@ -29,7 +29,7 @@ def upper_margin(fval: np.ndarray, C: float, dist: np.ndarray, d: int, value_err
     """What to add to ``fl(f(y) + C ||w − y||)`` so it bounds ``f(y) + C ||w − y||`` from above.
 
     ``value_error`` bounds the error that reaches ``f(y)`` through its argument
-    (:func:`argument_rounding` times the link's Lipschitz constant near it); the
+    (:func:`~cvxdp.numerics.argument_rounding` times the link's Lipschitz constant near it); the
     link's own evaluation and the final sum are covered by :func:`~cvxdp.numerics.rounding_margin`;
     ``||w − y||`` errs by at most ``(d + 2) ε (||w − y|| + ||w|| + ||y||)``.
     """

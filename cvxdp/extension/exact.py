@@ -246,6 +246,13 @@ class ExactBracket:
         return up, lo, be
 
 
+def _kink_level(kq: Vector, eq: Vector, j1: int, j2: int) -> Fraction | None:
+    """The argument ``u`` where pieces ``κ_j u + e_j`` meet, exactly (``None`` for parallel pieces)."""
+    if kq[j1] == kq[j2]:
+        return None
+    return (eq[j2] - eq[j1]) / (kq[j1] - kq[j2])
+
+
 def _upper_candidates(yf: np.ndarray, a: np.ndarray, P: np.ndarray, q: np.ndarray, kq: Vector, eq: Vector,
                       bq: Fraction, balls: list[tuple[np.ndarray, float]],
                       qballs: list[tuple[Vector, Fraction]], shrink: Fraction, digits: int) -> list[Vector]:
@@ -260,9 +267,8 @@ def _upper_candidates(yf: np.ndarray, a: np.ndarray, P: np.ndarray, q: np.ndarra
         order = np.argsort(-(P @ yf + q))
         j1 = int(order[0])
         for j2 in order[1:]:
-            j2 = int(j2)
-            if kq[j1] != kq[j2]:
-                u_k = (eq[j2] - eq[j1]) / (kq[j1] - kq[j2])
+            u_k = _kink_level(kq, eq, j1, int(j2))
+            if u_k is not None:
                 planes.append((a, u_k - bq))
                 break
     near = [i for i, (c, r) in enumerate(balls) if float(np.linalg.norm(yf - c)) >= r * (1.0 - 1e-6)]
@@ -364,8 +370,8 @@ def exact_bracket(w: np.ndarray, a: np.ndarray, b: float, slopes: np.ndarray, in
     # only grazes U (a label of ±r||x||), the optimum is on a cap's rim too small for Newton's method
     top = [int(j) for j in np.argsort(-(P @ y_props[0] + q), kind="stable")[:3]]
     for j1, j2 in itertools.combinations(top, 2):
-        if kq[j1] != kq[j2]:
-            u_k = (eq[j2] - eq[j1]) / (kq[j1] - kq[j2])
+        u_k = _kink_level(kq, eq, j1, j2)
+        if u_k is not None:
             candidates.extend(_plane_ball_points(np.asarray(w, float), a, u_k - bq, balls, qballs, shrink,
                                                  digits))
     best_upper, best_y, y_out = _best_candidate(candidates, value, y_props[0], region, qballs, bits)

@@ -74,7 +74,6 @@ def per_row_support_upper(region: Domain, v: np.ndarray) -> np.ndarray:
     return v @ np.asarray(c, float) + r * np.linalg.norm(v, axis=-1)
 
 
-
 def row_support_bound(domain: Domain, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(s, e)`` per row of ``v`` with ``σ_W(v) ≤ s + e`` in exact arithmetic; each row from itself.
 
@@ -110,8 +109,9 @@ def distance_lower_bound(region: Domain, x: np.ndarray) -> float:
     simplices; for ellipsoids, weak duality along the direction to the computed
     projection (whose support function is charged for the eigendecomposition's
     error); for ``W ∩ B`` and intersections the largest of
-    the parts' bounds (each part contains the set); otherwise the distance to
-    a bounding ball.
+    the parts' bounds (each part contains the set); for a polytope the largest distance to a
+    violated half-space or hyperplane (valid also when it is unbounded) and to its bounding ball;
+    otherwise the distance to a bounding ball.
 
     Fails closed: a non-finite ``x`` or a NaN anywhere in the computation gives ``0``
     (the vacuous bound), never NaN — a too *large* distance would lift the model's minimum

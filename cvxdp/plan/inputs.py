@@ -19,6 +19,7 @@ import numpy as np
 from cvxdp._validation import MOMENT_MAX, at_least, positive_finite, privacy_epsilon, probability
 from cvxdp.error import ParameterError, UncertifiableLossError
 from cvxdp.plan.profiles import Profile, get_profile
+from cvxdp.plan.schedule import phase_schedule
 
 ALGORITHMS = ("population", "recursive", "output-perturbation")
 
@@ -37,7 +38,7 @@ def _flag(name: str, value: object) -> bool:
     return bool(value)
 
 
-#: At most this many octaves between ``tail_range``'s ends (2 bins each): 10^±150 around 1.
+#: At most this many octaves between ``tail_range``'s ends (2 bins each): a ratio of about 10^301.
 MAX_TAIL_OCTAVES = 1000.0
 
 
@@ -159,7 +160,7 @@ class PublicInputs:
         boosting_groups = _positive_int_or_none("boosting_groups", boosting_groups)
         localize = _flag("localize", localize)
         inputs = cls(d=int(d), D=float(D), epsilon=eps, moment_k=k, G_k=G_k, G_2=G_2, delta=delta,
-                     algorithm=algorithm, profile=prof, localize=bool(localize), tail_share=tail_share,
+                     algorithm=algorithm, profile=prof, localize=localize, tail_share=tail_share,
                      tail_grid=grid, lambda_scale=lambda_scale, lambda_growth=lambda_growth,
                      max_phases=max_phases, lam=lam, boosting_groups=boosting_groups,
                      structured=bool(structured))
@@ -171,8 +172,6 @@ class PublicInputs:
         ``n`` is public (replace-one neighbours share it), so this refusal depends on public
         values only; for Algorithm 1 it checks that the halving schedule has a first phase.
         """
-        from cvxdp.plan.schedule import phase_schedule
-
         if isinstance(n, bool) or not isinstance(n, int):
             raise ParameterError(f"n must be an integer number of examples, got {type(n).__name__}.")
         if n < max(10, 2 * self.d):

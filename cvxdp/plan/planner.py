@@ -44,7 +44,7 @@ from cvxdp.plan.schedule import (
 from cvxdp.plan.tail_models import CombinedTail
 from cvxdp.privacy.ledger import budget_remainder
 from cvxdp.privacy.mechanisms import DiscreteLaplaceCounts
-from cvxdp.privacy.tail import TailProfile
+from cvxdp.privacy.tail import TailProfile, histogram_bins
 
 ALGORITHM_NAMES = {
     "population": "population localization (Algorithm 1 over Algorithm 3 over Algorithm 2)",
@@ -66,7 +66,7 @@ class TailReleasePlan:
     @property
     def bins(self) -> int:
         """Fine bins ``J + 2`` (below the grid, ``J`` geometric bins, above it)."""
-        return math.ceil(math.log2(self.high / self.low) * self.bins_per_octave) + 2
+        return histogram_bins(self.low, self.high, self.bins_per_octave) + 2
 
     def mechanism(self) -> DiscreteLaplaceCounts:
         """Replacing one example moves one count down and one up: ℓ1 sensitivity 2."""
@@ -151,7 +151,7 @@ class ReleasePlan:
             t = self.tail
             lines.append(f"  release 1: private tail histogram, ε = {t.epsilon:.4g} on every example, "
                          f"{t.bins} counts on [{t.low:.3g}, {t.high:.3g}], ℓ1 Δ = 2, discrete Laplace "
-                         f"scale {2.0 / t.epsilon:.4g}")
+                         f"scale {float(t.mechanism().scale):.4g}")
         if self.provisional:
             lines.append("  PROVISIONAL: " + (
                 "G_k, C, λ, the schedule and the radii come from the tail release; only its ε and the "

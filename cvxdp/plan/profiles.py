@@ -17,7 +17,7 @@ import numpy as np
 from scipy.special import gammaincinv
 
 from cvxdp.error import ParameterError
-from cvxdp.plan.schedule import allocation, plan_rounds
+from cvxdp.plan.schedule import allocation, batch_rounds, plan_rounds, round_count
 from cvxdp.plan.tail_models import TailModel, moment_tail
 from cvxdp.privacy.mechanisms import L2LaplaceMechanism, laplace_scale, snap_granularity
 
@@ -55,16 +55,9 @@ class RoundPlan:
         return L2LaplaceMechanism(self.sensitivity, self.epsilon, self.dim, scale=self.noise_scale)
 
 
-def snap_radius(d: int, scale: float) -> float:
-    """``√d Λ/2``: how far snapping to the grid ``Λ Z^d`` can move the released point."""
+def snap_radius(d: int, scale):
+    """``√d Λ/2``: how far snapping to the grid ``Λ Z^d`` can move the released point (arrays too)."""
     return math.sqrt(d) * snap_granularity(scale) / 2.0
-
-
-def snap_radii(d: int, scales: np.ndarray) -> np.ndarray:
-    """:func:`snap_radius` for an array of scales (``Λ`` the smallest power of two ``≥`` each)."""
-    mant, expo = np.frexp(np.asarray(scales, float))
-    grain = np.ldexp(0.5, expo) * np.where(mant > 0.5, 2.0, 1.0)
-    return math.sqrt(d) * grain / 2.0
 
 
 #: ``1 + 8u``: covers the at most ``4u`` relative rounding of the sensitivity formula's five operations.
@@ -136,9 +129,15 @@ class Profile:
     def rounds(self, *, d: int, m: int, epsilon: float, lam: float, k: float, G_k: float, D: float,
                beta: float, max_rounds: int) -> int:
         """The paper's ``S = ⌈log_{k+1} log(e D / R_⋆)⌉`` (public)."""
-        from cvxdp.plan.schedule import round_count
-
         return round_count(d, m, epsilon, lam, k, G_k, D, max_rounds)
+
+    def final_radii(self, ms: np.ndarray, lams: np.ndarray, *, d: int, epsilon: float, k: float, G_k: float,
+                    D: float, beta: float, localize: bool = True) -> np.ndarray:
+        """``min(R⁺_S, D)`` of Algorithm 3 for every ``(m, λ)``: :meth:`rounds` and the recursion, one
+        pair at a time (:class:`TightProfile` vectorizes it)."""
+        return np.array([min(batch_rounds(self, m=int(m), d=d, epsilon=epsilon, lam=float(lam), k=k, G_k=G_k,
+                                          D=D, beta=beta, localize=localize)[-1].radius_plus, D)
+                         for m, lam in zip(ms, lams, strict=True)])
 
 
 class TightProfile(Profile):
@@ -153,7 +152,7 @@ class TightProfile(Profile):
         The model of the per-example Lipschitz constants ``A(z)`` used for the
         extension's bias: ``None`` for the worst case under the public moment
         bound (:class:`MomentTail`), or a private estimate
-        (:class:`~cvxdp.moments.TailProfile`).  Utility only: the noise never
+        (:class:`~cvxdp.privacy.tail.TailProfile`).  Utility only: the noise never
         depends on it.
     clip:
         A fixed extension constant ``C`` for every round, chosen from public
@@ -236,7 +235,7 @@ class TightProfile(Profile):
         bias = np.sqrt(R * tail.bias_bound(C, m, beta) / lam)
         scale = laplace_scale(sens, eps)
         noise = scale * quant
-        snap = snap_radii(d, scale)
+        snap = snap_radius(d, scale)
         return {"C": C, "alpha": alpha, "sensitivity": sens, "noise_scale": scale,
                 "radius_plus": acc + bias + noise + snap, "bias_radius": bias, "noise_radius": noise,
                 "accuracy_radius": acc, "snap_radius": snap}
@@ -250,7 +249,7 @@ class TightProfile(Profile):
         best number of rounds — can be computed before touching the data.
         Privacy does not depend on ``S``: the ``ε_j`` always sum to ``ε``.
         """
-        if type(self).plan is TightProfile.plan and type(self).plan_arrays is TightProfile.plan_arrays:
+        if self._vectorized():
             best_S, _ = self._best_rounds(np.array([m], float), np.array([lam], float), d=d, epsilon=epsilon,
                                           k=k, G_k=G_k, D=D, beta=beta, max_rounds=max_rounds)
             return int(best_S[0])
@@ -271,12 +270,17 @@ class TightProfile(Profile):
         keeps the ``S`` that :meth:`rounds` would choose.  A subclass that changes :meth:`plan` or
         :meth:`rounds` gets the scalar loop instead.
         """
-        if type(self).plan is not TightProfile.plan or type(self).rounds is not TightProfile.rounds:
-            return _scalar_final_radii(self, ms, lams, d=d, epsilon=epsilon, k=k, G_k=G_k, D=D, beta=beta,
+        if not (self._vectorized() and type(self).rounds is TightProfile.rounds):
+            return super().final_radii(ms, lams, d=d, epsilon=epsilon, k=k, G_k=G_k, D=D, beta=beta,
                                        localize=localize)
         _, final = self._best_rounds(ms, lams, d=d, epsilon=epsilon, k=k, G_k=G_k, D=D, beta=beta,
                                      max_rounds=max_rounds if localize else 1)
         return np.minimum(final, D)
+
+    def _vectorized(self) -> bool:
+        """Whether this profile's rounds are :meth:`plan_arrays`' (a subclass that changes how a round is
+        planned gets the scalar loops)."""
+        return type(self).plan is TightProfile.plan and type(self).plan_arrays is TightProfile.plan_arrays
 
     def _best_rounds(self, ms: np.ndarray, lams: np.ndarray, *, d: int, epsilon: float, k: float,
                      G_k: float, D: float, beta: float, max_rounds: int) -> tuple[np.ndarray, np.ndarray]:
@@ -289,14 +293,17 @@ class TightProfile(Profile):
         N = len(ms)
         row_S = np.repeat(Ss, N)
         row_i = np.tile(np.arange(N), len(Ss))
-        shares = {S: allocation(S, k) for S in Ss}
-        eps_of = {S: self.round_epsilons(epsilon, shares[S]) for S in Ss}
+        # row S − 1 of each table: round j's ε_j and β_j for S rounds (as plan_rounds computes them)
+        eps_tab, beta_tab = np.ones((max_rounds, max_rounds)), np.ones((max_rounds, max_rounds))
+        for S in Ss:
+            shares = allocation(S, k)
+            eps_tab[S - 1, :S] = self.round_epsilons(epsilon, shares)
+            beta_tab[S - 1, :S] = beta * shares
         R = np.full(row_S.size, float(D))
         final = np.empty(row_S.size)
         for j in range(max_rounds):
             act = np.flatnonzero(row_S > j)
-            eps_j = np.array([eps_of[S][j] for S in row_S[act]])
-            beta_j = np.array([(beta * shares[S])[j] for S in row_S[act]])
+            eps_j, beta_j = eps_tab[row_S[act] - 1, j], beta_tab[row_S[act] - 1, j]
             plus = self.plan_arrays(R=R[act], lam=lams[row_i[act]], m=ms[row_i[act]], d=d, eps=eps_j,
                                     beta=beta_j, k=k, G_k=G_k)["radius_plus"]
             R[act] = np.minimum(2.0 * plus, D)
@@ -309,13 +316,6 @@ class TightProfile(Profile):
             best, best_S = np.where(better, f, best), np.where(better, S, best_S)
         return best_S, best
 
-
-def _scalar_final_radii(profile: Profile, ms, lams, **public) -> np.ndarray:
-    from cvxdp.plan.schedule import batch_rounds
-
-    D = public["D"]
-    return np.array([min(batch_rounds(profile, m=int(m), lam=float(lam), **public)[-1].radius_plus, D)
-                     for m, lam in zip(ms, lams, strict=True)])
 
 
 class PaperProfile(Profile):

@@ -149,24 +149,13 @@ def batch_rounds(profile, *, m: int, d: int, epsilon: float, lam: float, k: floa
     return plan_rounds(profile, S=S, m=m, d=d, epsilon=epsilon, lam=lam, k=k, G_k=G_k, D=D, beta=beta)
 
 
-def phase_radius(profile, *, m: int, d: int, epsilon: float, lam: float, k: float, G_k: float, D: float,
-                 beta: float, max_rounds: int = 8) -> float:
-    """The public final radius ``min(R⁺_S, D)`` of Algorithm 3 on one batch."""
-    rounds = batch_rounds(profile, m=m, d=d, epsilon=epsilon, lam=lam, k=k, G_k=G_k, D=D, beta=beta,
-                          max_rounds=max_rounds)
-    return float(min(rounds[-1].radius_plus, D))
-
-
 def phase_radii(profile, ms: np.ndarray, lams: np.ndarray, *, d: int, epsilon: float, k: float,
                 G_k: float, D: float, beta: float, localize: bool = True) -> np.ndarray:
-    """:func:`phase_radius` for many ``(m, λ)`` pairs: the profile's vectorized form when it has one."""
-    final_radii = getattr(profile, "final_radii", None)
-    if final_radii is not None:
-        return final_radii(np.asarray(ms, float), np.asarray(lams, float), d=d, epsilon=epsilon, k=k,
-                           G_k=G_k, D=D, beta=beta, localize=localize)
-    return np.array([min(batch_rounds(profile, m=int(m), d=d, epsilon=epsilon, lam=float(lam), k=k, G_k=G_k,
-                                      D=D, beta=beta, localize=localize)[-1].radius_plus, D)
-                     for m, lam in zip(ms, lams, strict=True)])
+    """The public final radius ``min(R⁺_S, D)`` of Algorithm 3 for every ``(m, λ)`` pair
+    (:meth:`Profile.final_radii <cvxdp.plan.profiles.Profile.final_radii>`, vectorized where the
+    profile can)."""
+    return profile.final_radii(np.asarray(ms, float), np.asarray(lams, float), d=d, epsilon=epsilon, k=k,
+                               G_k=G_k, D=D, beta=beta, localize=localize)
 
 
 def schedule_proxy(schedule: PhaseSchedule, profile, *, d: int, epsilon: float, k: float, G_k: float,
@@ -267,5 +256,5 @@ def choose_single_lambda(n: int, d: int, epsilon: float, k: float, G_k: float, G
 
 
 __all__ = ["PhaseSchedule", "allocation", "batch_rounds", "choose_schedule", "choose_single_lambda",
-           "initial_lambda", "phase_radii", "phase_radius", "phase_schedule", "plan_rounds", "round_count",
+           "initial_lambda", "phase_radii", "phase_schedule", "plan_rounds", "round_count",
            "schedule_proxy", "spread_over_phases"]

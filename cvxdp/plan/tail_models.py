@@ -15,7 +15,7 @@ from typing import Protocol
 
 import numpy as np
 
-from cvxdp.privacy.tail import TailProfile
+from cvxdp.privacy.tail import MomentCache, TailProfile
 
 
 class TailModel(Protocol):
@@ -85,25 +85,6 @@ def _markov_cantelli(mu: np.ndarray, var: np.ndarray, m, beta) -> np.ndarray:
         cantelli = np.where(np.isfinite(var), mu + np.sqrt(var * (1.0 - beta) / (beta * m)), np.inf)
     return np.minimum(markov, cantelli)
 
-
-class MomentCache:
-    """Memo of a tail model's moment curves ``C ↦ (E(A − C)₊, E(A − C)₊²)`` by the bytes of ``C``.
-
-    The planner evaluates the same public grid of ``C`` thousands of times; the curves depend on
-    ``C`` and the model only, so each distinct array is computed once (at most ``size`` kept).
-    """
-
-    def __init__(self, moments, size: int = 1024) -> None:
-        self._moments, self._size, self._store = moments, size, {}
-
-    def __call__(self, C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        key = (C.shape, C.tobytes())
-        hit = self._store.get(key)
-        if hit is None:
-            if len(self._store) >= self._size:
-                self._store.clear()
-            hit = self._store[key] = self._moments(C)
-        return hit
 
 
 class MomentTail:

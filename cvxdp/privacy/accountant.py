@@ -1,7 +1,7 @@
 """A privacy budget across calls: one :class:`BudgetAccountant` shared by every fit of the same data.
 
 Each ``PrivateProblem.solve(..., epsilon=ε_i)`` (and each estimator ``fit``) is
-``ε_i``-DP on its own; its :class:`~cvxdp.ledger.PrivacyLedger` only sees that
+``ε_i``-DP on its own; its :class:`~cvxdp.privacy.ledger.PrivacyLedger` only sees that
 call.  Several calls on the same data compose *sequentially*: releasing all of
 their outputs is ``(Σ ε_i)``-DP — also when each call and its ``ε_i`` are chosen
 after seeing the earlier outputs, as long as the running sum is capped by a

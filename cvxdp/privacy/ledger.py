@@ -87,7 +87,7 @@ class ExactBudget:
     """What a budget in exact arithmetic reports, from its exact total ``_total`` and :attr:`spent_exact`.
 
     Shared by :class:`PrivacyLedger` (one call's releases) and
-    :class:`~cvxdp.accountant.BudgetAccountant` (a budget across calls).
+    :class:`~cvxdp.privacy.accountant.BudgetAccountant` (a budget across calls).
     """
 
     _total: Fraction

@@ -21,13 +21,13 @@ solver's run.
 
 **Sampling.** In polar coordinates the density of the radius is
 ``∝ r^{d−1} e^{−r/s}``, i.e. ``||b|| ~ Gamma(d, s)``, independent of a direction
-uniform on the sphere.  Both come from a :class:`~cvxdp.random.NoiseSource`
+uniform on the sphere.  Both come from a :class:`~cvxdp.privacy.random.NoiseSource`
 (a CSPRNG by default).  The radius' upper ``β``-quantile is exact:
 ``s · P^{-1}(d, 1 − β)`` with ``P`` the regularized incomplete gamma function.
 
 **Failing closed.** A non-finite point is refused *before* any noise is drawn
 (:class:`~cvxdp.error.CertificationError`), and a non-finite noise sample (a
-broken :class:`~cvxdp.random.NoiseSource`) is refused after it is drawn
+broken :class:`~cvxdp.privacy.random.NoiseSource`) is refused after it is drawn
 (:class:`~cvxdp.error.ParameterError`) — ``np.clip`` passes NaN through, so a
 NaN would otherwise come out as a "released" point.  The second refusal depends
 on the noise alone, which is drawn independently of the data, so its probability
@@ -251,10 +251,11 @@ def _product_error(a, b, p):
     return ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 
-def snap_granularity(scale: float) -> float:
-    """The smallest power of two ``Λ ≥ scale`` (an exact float; ``scale`` must be > 0)."""
-    m, e = np.frexp(float(scale))
-    return float(np.ldexp(0.5, int(e))) * (2.0 if m > 0.5 else 1.0)
+def snap_granularity(scale):
+    """The smallest power of two ``Λ ≥ scale`` (an exact float; ``scale`` must be > 0).  Works on arrays."""
+    mant, expo = np.frexp(np.asarray(scale, float))
+    out = np.ldexp(0.5, expo) * np.where(mant > 0.5, 2.0, 1.0)
+    return float(out) if np.ndim(out) == 0 else out
 
 
 __all__ = ["DiscreteLaplaceCounts", "L2LaplaceMechanism", "Mechanism", "laplace_scale", "snap_granularity"]

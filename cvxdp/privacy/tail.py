@@ -17,7 +17,7 @@ integer histogram has ℓ1 sensitivity 2, and discrete Laplace (two-sided
 geometric) noise ``P(Z = z) ∝ exp(−ε_h|z|/2)`` on each count makes it
 ``ε_h``-DP: the noisy counts ``o`` have ``P(o | c)/P(o | c') =
 exp(ε_h(||o − c'||₁ − ||o − c||₁)/2) ≤ exp(ε_h)``.  The noise is sampled exactly
-(:meth:`~cvxdp.random.NoiseSource.discrete_laplace`, scale the exact rational
+(:meth:`~cvxdp.privacy.random.NoiseSource.discrete_laplace`, scale the exact rational
 ``2/ε_h`` of the float ``ε_h``) from integers drawn from the CSPRNG: no float
 uniform, so no truncated tail and no event where pure DP fails.
 Thresholding, renormalizing and everything derived from it are
@@ -110,8 +110,6 @@ def lipschitz_constants(model: Model, examples: Examples) -> np.ndarray:
     return out
 
 
-
-
 def _active_piece_bound(domain: Domain, A: np.ndarray, b: np.ndarray, candidates: int = 8) -> np.ndarray:
     """``max ||a_ij||`` over the pieces of each example not provably dominated on ``W`` by another.
 
@@ -152,6 +150,26 @@ def _active_piece_bound(domain: Domain, A: np.ndarray, b: np.ndarray, candidates
     return out
 
 
+class MomentCache:
+    """Memo of a tail model's moment curves ``C ↦ (E(A − C)₊, E(A − C)₊²)`` by the bytes of ``C``.
+
+    The planner evaluates the same public grid of ``C`` thousands of times; the curves depend on
+    ``C`` and the model only, so each distinct array is computed once (at most ``size`` kept).
+    """
+
+    def __init__(self, moments, size: int = 1024) -> None:
+        self._moments, self._size, self._store = moments, size, {}
+
+    def __call__(self, C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        key = (C.shape, C.tobytes())
+        hit = self._store.get(key)
+        if hit is None:
+            if len(self._store) >= self._size:
+                self._store.clear()
+            hit = self._store[key] = self._moments(C)
+        return hit
+
+
 @dataclass
 class TailProfile:
     """A private estimate of the law of ``A(z)`` on a geometric grid.
@@ -178,7 +196,10 @@ class TailProfile:
     threshold: float
     n: int
     block: int = 1
-    _moment_memo: dict = field(default_factory=dict, repr=False, compare=False)
+    _moments: MomentCache = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._moments = MomentCache(self._bias_moments)
 
     def upper_values(self) -> np.ndarray:
         """Each bin's value rounded up: its upper edge (``2 e_J`` for the overflow bin).
@@ -205,24 +226,18 @@ class TailProfile:
 
     def bias_mean(self, C: np.ndarray) -> np.ndarray:
         """Estimated ``E(A − C)₊`` (each value at its bin's upper edge)."""
-        v = self.upper_values()
-        C = np.atleast_1d(np.asarray(C, float))
-        return (self.mass[None, :] * np.maximum(v[None, :] - C[:, None], 0.0)).sum(axis=1)
+        return self.bias_moments(C)[0]
 
     def bias_moments(self, C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Estimated ``E(A − C)₊`` and ``E(A − C)₊²`` for every entry of ``C`` (remembered per array)."""
-        C = np.atleast_1d(np.asarray(C, float))
-        key = (C.shape, C.tobytes())
-        hit = self._moment_memo.get(key)
-        if hit is None:
-            if len(self._moment_memo) >= 1024:
-                self._moment_memo.clear()
-            v = self.upper_values()
-            excess = np.maximum(v[None, :] - C.reshape(-1)[:, None], 0.0)
-            mu = (self.mass[None, :] * excess).sum(axis=1).reshape(C.shape)
-            second = (self.mass[None, :] * excess**2).sum(axis=1).reshape(C.shape)
-            hit = self._moment_memo[key] = (mu, second)
-        return hit
+        return self._moments(np.atleast_1d(np.asarray(C, float)))
+
+    def _bias_moments(self, C: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        v = self.upper_values()
+        excess = np.maximum(v[None, :] - C.reshape(-1)[:, None], 0.0)
+        mu = (self.mass[None, :] * excess).sum(axis=1).reshape(C.shape)
+        second = (self.mass[None, :] * excess**2).sum(axis=1).reshape(C.shape)
+        return mu, second
 
     def bias_bound(self, C: np.ndarray, m, beta) -> np.ndarray:
         """A level-``β`` bound on a batch mean ``(1/m) Σ (A_i − C)₊`` under the estimated law.
@@ -239,8 +254,6 @@ class TailProfile:
     def scale(self) -> float:
         """A typical scale of ``A`` (the estimated second moment's root), for grids of ``C``."""
         return max(self.moment(2.0), float(self.edges[0]))
-
-
 
 
 def sum_laplace_threshold(scale: float, terms: int, beta: float) -> float:
@@ -278,6 +291,12 @@ def sum_laplace_threshold(scale: float, terms: int, beta: float) -> float:
     return hi
 
 
+def histogram_bins(low: float, high: float, bins_per_octave: int) -> int:
+    """``J``: the geometric bins of ratio ``2^{1/bins_per_octave}`` that cover ``[low, high]``
+    (the histogram has ``J + 2`` counts: below the grid, the ``J`` bins, above it)."""
+    return math.ceil(math.log2(high / low) * bins_per_octave)
+
+
 def private_tail_profile(model: Model, examples: Examples, *, epsilon: float, ledger: PrivacyLedger,
                          source: NoiseSource, low: float = 1e-4, high: float = 1e8,
                          bins_per_octave: int = 2, beta: float = 0.1,
@@ -294,7 +313,7 @@ def private_tail_profile(model: Model, examples: Examples, *, epsilon: float, le
         raise ValueError("the histogram's range needs high > low")
     A = lipschitz_constants(model, examples)
     n = examples.m
-    J = math.ceil(math.log2(high / low) * bins_per_octave)
+    J = histogram_bins(low, high, bins_per_octave)
     edges = low * 2.0 ** (np.arange(J + 1) / bins_per_octave)
     counts = np.bincount(np.searchsorted(edges, A, side="left"), minlength=J + 2)
     idx = np.arange(n) if indices is None else np.asarray(indices)
@@ -348,5 +367,5 @@ def estimate_moment_bound(model: Model, data: dict, *, k: float, epsilon: float,
     return profile.moment(k), profile
 
 
-__all__ = ["TailProfile", "estimate_moment_bound", "lipschitz_constants",
+__all__ = ["MomentCache", "TailProfile", "estimate_moment_bound", "histogram_bins", "lipschitz_constants",
            "private_tail_profile", "sum_laplace_threshold"]

@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 
 import cvxpy as cp
 import numpy as np
 
-from cvxdp.error import DomainError, ModelError, PrivacyLeakWarning
+from cvxdp.error import DomainError, ModelError
 from cvxdp.geometry import (
-    Ball,
-    Box,
     Domain,
-    Ellipsoid,
-    Intersection,
-    Polytope,
-    Simplex,
     domain_from_constraints,
 )
 from cvxdp.loss import Examples, Loss
@@ -60,12 +53,6 @@ class Model:
         self.domain = W
         if not np.isfinite(W.diameter):
             raise DomainError("the domain's diameter is not finite; add bounds on w.")
-        if _face_limited(W):
-            warnings.warn(
-                "this domain is a ball (or ellipsoid) cut by several linear constraints; its certificates "
-                "can fail when the optimum lies on a face, and such a refusal depends on the data, so pure "
-                "DP is not guaranteed here (SECURITY.md, known limitations). A box, a ball, a simplex, or a "
-                "ball with one half-space or a box certify.", PrivacyLeakWarning, stacklevel=2)
         self.diameter = float(W.diameter)
 
     @property
@@ -86,20 +73,6 @@ class Model:
 
     def __repr__(self) -> str:
         return f"Model(loss={self.loss.structure.kind}, d={self.dim}, W={self.domain!r})"
-
-
-def _face_limited(W: Domain) -> bool:
-    """Whether ``W`` is a ball or ellipsoid intersected with a polyhedron of two or more inequality rows.
-
-    The one domain shape with a known certificate gap (SECURITY.md, known limitations): the
-    intersection's support bound is the smaller of its parts', loose on the polyhedron's faces.
-    A function of the public domain only.
-    """
-    if not isinstance(W, Intersection):
-        return False
-    curved = any(isinstance(p, Ball | Ellipsoid) for p in W.parts)
-    rows = sum(p.A.shape[0] for p in W.parts if isinstance(p, Polytope) and not isinstance(p, Box | Simplex))
-    return curved and rows >= 2
 
 
 #: Variable attributes that are convex sets: they join the domain constraints.

@@ -13,6 +13,9 @@ import math
 
 import numpy as np
 
+from cvxdp.conic.cones import cone_offsets, project_dual
+from cvxdp.error import DomainError, SolverError
+from cvxdp.geometry._conic_set import batched_support
 from cvxdp.geometry.ball import Ball
 from cvxdp.geometry.box import Box
 from cvxdp.geometry.domain import Domain
@@ -138,17 +141,139 @@ def distance_lower_bound(region: Domain, x: np.ndarray) -> float:
         dist = float(np.linalg.norm(x - region.project(x)))
         return _largest_lower(dist * (1.0 - 1e-12) - 64 * EPS * (1.0 + float(np.linalg.norm(x))))
     if isinstance(region, LocalizedDomain):
-        return _largest_lower(distance_lower_bound(region.ball, x), distance_lower_bound(region.base, x))
+        return _largest_lower(distance_lower_bound(region.ball, x), distance_lower_bound(region.base, x),
+                              dual_distance_bound(region, x))
     if isinstance(region, Intersection):
-        return _largest_lower(*(distance_lower_bound(p, x) for p in region.parts))
+        return _largest_lower(*(distance_lower_bound(p, x) for p in region.parts),
+                              dual_distance_bound(region, x))
     if isinstance(region, Polytope):
-        return _largest_lower(_halfspace_distance(region, x), *(
+        return _largest_lower(_halfspace_distance(region, x), dual_distance_bound(region, x), *(
             [distance_lower_bound(Ball(*region.bounding_ball()), x)]
             if np.isfinite(region.bounding_ball()[1]) else []))
     c, r = region.bounding_ball()
     if not np.isfinite(r):
         return 0.0
-    return distance_lower_bound(Ball(c, r), x)
+    return _largest_lower(distance_lower_bound(Ball(c, r), x), dual_distance_bound(region, x))
+
+
+def _row_leaves(region: Domain) -> list[tuple[Domain, bool]] | None:
+    """The sets whose cone rows ``region.cone_rows()`` stacks, in order, each with whether its rows
+    are the set itself; ``None`` where a leaf's rows cannot be used (auxiliaries, exponential cones).
+
+    Balls, boxes, simplices, lenses, polytopes and compiled CVXPY sets store their rows as given.
+    An ellipsoid's rows hold a rounded factor of its matrix (and ``−L c`` rounded), so they describe
+    a neighbouring set: its share of a multiplier is bounded by its own certified support instead.
+    """
+    if isinstance(region, Intersection):
+        parts: list[Domain] = list(region.parts)
+    elif isinstance(region, LocalizedDomain):
+        parts = [region.base, region.ball]
+    else:
+        if isinstance(region, Ellipsoid):
+            return [(region, False)]
+        try:
+            rows = region.cone_rows()
+        except (NotImplementedError, AttributeError):
+            return None
+        if rows.n_aux or any(c.kind == "exp" for c in rows.cones):
+            return None
+        return [(region, True)]
+    leaves: list[tuple[Domain, bool]] = []
+    for part in parts:
+        sub = _row_leaves(part)
+        if sub is None:
+            return None
+        leaves += sub
+    return leaves
+
+
+def conic_support_upper(region: Domain, v: np.ndarray, z: np.ndarray) -> float:
+    """``σ_U(v) ≤ Σ_k bₖᵀzₖ + Σ_e σ̄_e(A_eᵀz_e) + σ_B(r)`` for multipliers ``z`` of ``U``'s rows.
+
+    ``U`` is the intersection of the leaves of :func:`_row_leaves`.  Split ``v = Σ_k A_kᵀz_k + r`` by
+    leaf.  For a leaf whose rows are the set, ``u ∈ U`` and ``z_k ∈ K_k*`` give
+    ``z_kᵀ(b_k − A_k u) ≥ 0``, so ``<A_kᵀz_k, u> ≤ b_kᵀz_k`` (weak conic duality); another leaf (an
+    ellipsoid) contributes its own certified support at its share ``s_e = fl(A_eᵀz_e)``; the rest
+    ``r`` is bounded on the bounding ball ``B ⊇ U``.  Exact at the support program's optimal ``z``
+    for exact leaves.  Any ``z`` gives a valid bound once it is moved into ``K*``: nonnegative blocks
+    are clipped at 0 and a second-order block's head is raised to ``(1 + (k + 4)ε)`` times the
+    rounded norm of its tail, which covers that norm's rounding.  The float residual differs from
+    the real one by at most ``(k + 8)ε`` times its terms per coordinate, which costs
+    ``||δr|| · max_U ||u||``; ``bᵀz`` is exactly rounded, the ball's formula charged ``(d + 4)ε``.
+    Returns ``+∞`` when the leaves are unusable or a value is not finite.
+    """
+    leaves = _row_leaves(region)
+    rows = region.cone_rows()
+    if leaves is None or rows.n_aux:
+        return math.inf
+    z = project_dual(np.asarray(z, float), rows.cones)
+    off = cone_offsets(rows.cones)
+    for cone, a, b in zip(rows.cones, off[:-1], off[1:], strict=True):
+        if cone.kind == "soc":
+            tail = float(np.linalg.norm(z[a + 1:b]))
+            z[a] = max(float(z[a]), tail * (1.0 + (cone.dim + 4.0) * EPS))
+    k, d = rows.A_y.shape
+    exact = np.zeros(k, dtype=bool)
+    shares = np.zeros(d)
+    share_abs = np.zeros(d)
+    leaf_bounds: list[float] = []
+    start = 0
+    for leaf, rows_are_set in leaves:
+        stop = start + leaf.cone_rows().n_rows
+        if rows_are_set:
+            exact[start:stop] = True
+        else:
+            s = z[start:stop] @ rows.A_y[start:stop]
+            leaf_bounds.append(float(leaf.support_upper(s[None, :])[0]))
+            shares = shares + s
+            share_abs = share_abs + np.abs(s)
+        start = stop
+    zb_terms = z[exact] * rows.b[exact]
+    r = (v - z[exact] @ rows.A_y[exact]) - shares
+    r_err = (k + 8.0) * EPS * (np.abs(v) + np.abs(z[exact]) @ np.abs(rows.A_y[exact]) + share_abs)
+    c, radius = region.bounding_ball()
+    c = np.asarray(c, float)
+    rn = float(np.linalg.norm(r))
+    margin = (2.0 * EPS * float(np.sum(np.abs(zb_terms)))
+              + (d + 4.0) * EPS * (float(np.abs(r) @ np.abs(c)) + radius * rn)
+              + float(np.linalg.norm(r_err)) * (1.0 + (d + 4.0) * EPS) * region.norm_bound())
+    total = [math.fsum(zb_terms), *leaf_bounds, float(r @ c) + radius * rn]
+    bound = math.fsum(total) + (2.0 * EPS * math.fsum(abs(t) for t in total) + margin) * (1.0 + 8.0 * EPS)
+    return bound if math.isfinite(bound) else math.inf
+
+
+def dual_distance_bound(region: Domain, x: np.ndarray) -> float:
+    """``dist(x, U) ≥ (<v, x> − σ_U(v)) / ||v||`` with ``v = x − p`` toward a computed projection ``p``.
+
+    Weak duality: ``<v, x − u> ≥ <v, x> − σ_U(v)`` for every ``u ∈ U``, and the left side is at most
+    ``||v|| ||x − u||``.  ``σ_U(v)`` is bounded by :func:`conic_support_upper` from the multipliers
+    of the support program in direction ``v`` over all the region's rows, so the bound is tight
+    where several faces are active at once — a ball cut by half-spaces, a corner of a polytope —
+    which the parts' own bounds miss (each part alone is farther inside).  The solvers only propose
+    ``p`` and ``z``; any values give a valid bound.  Fails closed to ``0`` (a solver failure, rows
+    with auxiliaries or exponential cones, a non-finite value).
+    """
+    if _row_leaves(region) is None or not np.isfinite(region.bounding_ball()[1]):
+        return 0.0
+    try:
+        if bool(np.all(region.contains(x[None, :]))):
+            return 0.0
+        rows = region.cone_rows()
+        p = np.asarray(region.project(x[None, :]), float).reshape(-1)
+        v = x - p
+        if not (np.all(np.isfinite(v)) and np.any(v)):
+            return 0.0
+        _, z, _ = batched_support(rows, v[None, :])
+    except (SolverError, DomainError):
+        return 0.0
+    sigma = conic_support_upper(region, v, z[0])
+    d = x.size
+    vx_terms = v * x
+    numerator = math.fsum(vx_terms) - 2.0 * EPS * float(np.sum(np.abs(vx_terms))) - sigma
+    norm_v = float(np.linalg.norm(v)) * (1.0 + (d + 4.0) * EPS)
+    if not (numerator > 0.0 and math.isfinite(numerator) and norm_v > 0.0):
+        return 0.0
+    return numerator / norm_v * (1.0 - 4.0 * EPS)
 
 
 def _halfspace_distance(region: Polytope, x: np.ndarray) -> float:
@@ -204,7 +329,9 @@ def separating_cut(region: Domain, x: np.ndarray) -> tuple[np.ndarray, float] | 
 
 
 __all__ = [
+    "conic_support_upper",
     "distance_lower_bound",
+    "dual_distance_bound",
     "has_exact_support",
     "per_row_support_upper",
     "row_support_bound",

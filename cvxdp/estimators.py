@@ -150,7 +150,7 @@ class _PrivateLinearModel(BaseEstimator):
             {"x": Z, "y": yt}, epsilon=self.epsilon, moment_k=self.moment_k, G_k=self.G_k,
             G_2=self.G_2, algorithm=self.algorithm, profile=self.profile, delta=self.delta,
             tail_share=self.tail_share, tail_range=self.tail_range, random_state=self.random_state,
-            accountant=self.accountant, diagnostics=bool(self.diagnostics), progress=bool(self.progress),
+            accountant=self.accountant, diagnostics=self.diagnostics, progress=self.progress,
             solver=self.solver)
         self._set_public_attributes()
         if self.diagnostics:

@@ -86,6 +86,8 @@ def test_estimator_conventions_and_errors():
         PrivateLADRegressor(G_k=2.0, epsilon=float("nan")).fit(np.ones((50, 2)), np.ones(50))
     with pytest.raises(ParameterError, match="diagnostics"):
         PrivateLADRegressor(G_k=2.0, diagnostics=1).fit(np.ones((50, 2)), np.ones(50))
+    with pytest.raises(ParameterError, match="progress"):  # validated, not coerced with bool()
+        PrivateLADRegressor(G_k=2.0, progress="yes").fit(np.ones((50, 2)), np.ones(50))
     svm = PrivateLinearSVM(classes=(0, 1))
     assert svm.get_params()["classes"] == (0, 1) and "accountant" in svm.get_params()
     assert PrivateLinearSVM().classes == (-1, 1)

@@ -56,3 +56,12 @@ def test_utility_benchmark_quick_orders_cvxdp_below_clipped_output_perturbation(
     assert result["cvxdp_below_op_every_seed"], result["op_over_cvxdp"]
     assert json.loads(out.read_text())["op_over_cvxdp"] == result["op_over_cvxdp"]
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith("op/cvxdp")
+
+
+def test_erm_solver_benchmark_quick(tmp_path, capsys):
+    out = tmp_path / "erm.json"
+    result = _load("bench_erm_solvers").main(["--quick", "--json", str(out)])
+    assert [(r["loss"], r["n"]) for r in result["rows"]] == [("absolute", 2000), ("hinge", 2000)]
+    assert all(r["conic_gap_over_alpha"] <= 1.0 and r["bundle_gap_over_alpha"] <= 1.0 for r in result["rows"])
+    assert json.loads(out.read_text())["benchmark"] == "erm_solvers"
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith("ratio ")

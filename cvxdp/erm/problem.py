@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -224,7 +225,27 @@ def average_cut(problem: RegularizedERM, g: np.ndarray, beta: np.ndarray) -> Cut
 
 
 def bundle_lower_bound(problem: RegularizedERM, cuts: list[Cut]) -> tuple[float, np.ndarray]:
-    """The best certified lower bound from a convex combination of cuts.
+    """The best certified lower bound from a convex combination of cuts, and the weights ``θ``
+    (see :func:`bundle_master`, which also returns the master program's minimizer)."""
+    master = bundle_master(problem, cuts)
+    return master.lower, master.theta
+
+
+class BundleMaster(NamedTuple):
+    """What :func:`bundle_master` returns: the certified lower bound, the weights ``θ`` over the given
+    cuts, the master program's minimizer (a proposal, possibly a rounding outside ``U``; ``None`` if
+    the solver gave none) and the aggregated cut ``Σθ_j ℓ_j`` with its rounding taken off the
+    intercept (a valid minorant, ``None`` when no cut was usable)."""
+
+    lower: float
+    theta: np.ndarray
+    point: np.ndarray | None
+    aggregate: Cut | None
+
+
+def bundle_master(problem: RegularizedERM, cuts: list[Cut]) -> BundleMaster:
+    """The best certified lower bound from a convex combination of cuts, with the master program's
+    minimizer (the next point of :func:`~cvxdp.erm.bundle.bundle_method`) and the aggregated cut.
 
     Solves ``min_{w ∈ U'} max_j <g_j, w> + β_j + (λ/2)||w − w₀||²`` (``U'`` a
     ball or the region's own rows) with Clarabel to get weights ``θ`` (the
@@ -237,18 +258,19 @@ def bundle_lower_bound(problem: RegularizedERM, cuts: list[Cut]) -> tuple[float,
     ``θ_j · β_j`` with ``θ_j = 0`` would be ``0 · (−∞) = NaN``.  Dropping a cut only shrinks the
     set of combinations, so the bound stays valid.  With no usable cut the bound is ``−∞``; a
     non-finite combination falls back to the best single cut; the result is never NaN.
-    Returns the bound and ``θ`` over *all* the given cuts (zero on dropped ones; all zero when no
-    cut is usable).
+    Returns a :class:`BundleMaster`; ``θ`` is over *all* the given cuts (zero on dropped ones; all
+    zero when no cut is usable).
     """
     theta_all = np.zeros(len(cuts))
     usable = [j for j, c in enumerate(cuts)
               if math.isfinite(float(c.beta)) and np.all(np.isfinite(np.asarray(c.g, dtype=float)))]
     if not usable:
-        return -math.inf, theta_all
+        return BundleMaster(-math.inf, theta_all, None, None)
     if len(usable) == 1:
         theta_all[usable[0]] = 1.0
         c = cuts[usable[0]]
-        return model_minimum(problem, c.g, c.beta), theta_all
+        point = problem.feasible_set.project((problem.w0 - c.g / problem.lam)[None, :])[0]
+        return BundleMaster(model_minimum(problem, c.g, c.beta), theta_all, point, c)
     cuts = [cuts[j] for j in usable]
     from cvxdp.conic.cones import Cone
     from cvxdp.conic.program import ConicSettings, ProgramBuilder, solve
@@ -304,4 +326,7 @@ def bundle_lower_bound(problem: RegularizedERM, cuts: list[Cut]) -> tuple[float,
     # every candidate is a valid lower bound or −∞ (model_minimum never returns NaN); drop NaN anyway,
     # since Python's max keeps a leading NaN
     candidates = [v for v in (bound, *singles) if not math.isnan(v)]
-    return (max(candidates) if candidates else -math.inf), theta_all
+    point = sol.x[:d].copy() if sol.usable and np.all(np.isfinite(sol.x[:d])) else None
+    usable_sum = np.all(np.isfinite(g)) and math.isfinite(beta - slack)
+    aggregate = Cut(g=g, beta=beta - slack) if usable_sum else None
+    return BundleMaster(max(candidates) if candidates else -math.inf, theta_all, point, aggregate)

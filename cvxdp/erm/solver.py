@@ -17,6 +17,12 @@ Methods (``ERMSettings.method``):
 ``"cutting-plane"``
     The deterministic ellipsoid method over the certified oracle from a ball
     around ``U``, with its a-priori iteration bound (the paper's E.3 mode).
+``"bundle"``
+    The bundle method of :mod:`cvxdp.erm.bundle` from ``w₀``: one aggregated oracle pass per
+    iteration (only sums over examples), the same certificate, then the cutting-plane refinement
+    if it misses ``α`` (``refine=True``).  Not the default: on one machine the joint program is
+    faster (``benchmarks/bench_erm_solvers.py``); it is the method for data that are not in one
+    process.
 ``"adaptive-subgradient"``
     Algorithm 4, faithfully, until Proposition 2.8's stopping rule holds (or the
     iteration cap is reached); the average iterate is then released only if its
@@ -46,6 +52,7 @@ import numpy as np
 from cvxdp._validation import positive_finite, positive_int
 from cvxdp.conic.program import ConicSettings
 from cvxdp.erm.adaptive_subgradient import adaptive_subgradient
+from cvxdp.erm.bundle import bundle_method
 from cvxdp.erm.cutting_plane import ellipsoid_method
 from cvxdp.erm.joint import solve_joint
 from cvxdp.erm.problem import ERMCertificate, RegularizedERM, bundle_lower_bound, evaluate_upper
@@ -53,7 +60,7 @@ from cvxdp.error import CertificationError, ParameterError, SolverError
 
 logger = logging.getLogger(__name__)
 
-METHODS = ("conic", "cutting-plane", "adaptive-subgradient")
+METHODS = ("conic", "cutting-plane", "adaptive-subgradient", "bundle")
 
 
 @dataclass(frozen=True)
@@ -73,6 +80,8 @@ class ERMSettings:
         Cap on ellipsoid steps (the a-priori bound is used when smaller).
     subgradient_iterations:
         Cap on Algorithm 4's steps.
+    bundle_iterations:
+        Cap on the bundle method's oracle passes.
     oracle_tolerance:
         Bracket width asked of the extension oracle, as a fraction of ``α``.
     """
@@ -82,6 +91,7 @@ class ERMSettings:
     refine: bool = True
     cutting_plane_iterations: int = 5000
     subgradient_iterations: int = 200_000
+    bundle_iterations: int = 500
     oracle_tolerance: float = 0.02
 
     def __post_init__(self) -> None:
@@ -99,6 +109,8 @@ class ERMSettings:
                                                                        self.cutting_plane_iterations)),
                             ("subgradient_iterations", positive_int("ERMSettings.subgradient_iterations",
                                                                      self.subgradient_iterations)),
+                            ("bundle_iterations", positive_int("ERMSettings.bundle_iterations",
+                                                               self.bundle_iterations)),
                             ("oracle_tolerance", tol)):
             object.__setattr__(self, name, value)  # frozen: store the validated Python scalar
 
@@ -201,6 +213,17 @@ def solve_certified(problem: RegularizedERM, alpha: float, settings: ERMSettings
                 continue
             if record(sol.w, upper, lower, f"{conic.solver}(tol={conic.tol:.0e})") <= alpha:
                 break
+        if settings.refine and (best is None or not (best[0] <= alpha)):
+            refine()
+    elif settings.method == "bundle":
+        try:
+            res = bundle_method(problem, alpha, problem.w0, max_iterations=settings.bundle_iterations,
+                                oracle_tolerance=tol)
+        except (SolverError, CertificationError) as exc:
+            notes.append(f"bundle method failed: {exc}")
+        else:
+            iterations += res.iterations
+            record(res.w, res.upper, res.lower, f"bundle ({res.iterations} passes)")
         if settings.refine and (best is None or not (best[0] <= alpha)):
             refine()
     elif settings.method == "cutting-plane":

@@ -279,7 +279,8 @@ class PrivateProblem:
                               tail_range=tail_range, lambda_scale=lambda_scale, lambda_growth=lambda_growth,
                               max_phases=max_phases, lam=lam, boosting_groups=boosting_groups, erm=erm)
         executor = get_executor(executor)
-        if executor.remote and not noise_source(random_state, warn=False).spawns_independent:
+        if executor.remote and not executor.data_parallel and not noise_source(
+                random_state, warn=False).spawns_independent:
             raise ParameterError("this noise source cannot make independent sources for groups run in "
                                  "other processes; use random_state=None, a seed, or the serial executor.")
         if accountant is not None:

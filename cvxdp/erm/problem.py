@@ -115,6 +115,14 @@ class RegularizedERM:
             self._offsets = self.extension.level_offsets(self.examples)
         return self._offsets
 
+    def upper_and_cut(self, w: np.ndarray, tolerance: float) -> tuple[float, Cut]:
+        """One oracle pass at ``w``: the certified upper bound of ``F(w)`` and the averaged minorant."""
+        ev = self.extension.evaluate(w, self.examples, tolerance=tolerance, offsets=self.offsets)
+        reg = self.regularizer(w)
+        upper = float(np.mean(ev.upper)) + reg
+        upper += float(rounding_margin(np.sum(np.abs(ev.upper)) / self.m, reg))
+        return upper, average_cut(self, ev.subgradient, ev.intercept)
+
     def lipschitz_bound(self) -> float:
         """A bound on ``F``'s Lipschitz constant on ``U``: ``C + λ (diam U + dist(w₀, U))``."""
         c, r = self.feasible_set.bounding_ball()
@@ -194,12 +202,9 @@ def model_minimum(problem: RegularizedERM, g: np.ndarray, beta: float) -> float:
 
 
 def evaluate_upper(problem: RegularizedERM, w: np.ndarray, tolerance: float) -> tuple[float, Cut]:
-    """Certified ``F(w)`` upper bound at a point of the feasible set, and the oracle's cut at ``w``."""
-    ev = problem.extension.evaluate(w, problem.examples, tolerance=tolerance, offsets=problem.offsets)
-    reg = problem.regularizer(w)
-    upper = float(np.mean(ev.upper)) + reg
-    upper += float(rounding_margin(np.sum(np.abs(ev.upper)) / problem.m, reg))
-    return upper, average_cut(problem, ev.subgradient, ev.intercept)
+    """Certified ``F(w)`` upper bound at a point of the feasible set, and the oracle's cut at ``w``
+    (one aggregated oracle pass: :meth:`RegularizedERM.upper_and_cut`, or a partitioned problem's)."""
+    return problem.upper_and_cut(w, tolerance)
 
 
 def average_cut(problem: RegularizedERM, g: np.ndarray, beta: np.ndarray) -> Cut:

@@ -38,9 +38,17 @@ class Executor(abc.ABC):
 
     #: Whether jobs run outside this process (then their noise sources must be independent objects).
     remote: bool = False
+    #: Whether this backend runs the *oracle passes* over partitions of each batch (and the groups of
+    #: Algorithm 1 at the driver, so that noise is drawn and the ledger kept only here).
+    data_parallel: bool = False
 
     @abc.abstractmethod
     def map(self, fn: Callable, jobs: Iterable) -> Iterator: ...
+
+    def place(self, fn: Callable, arguments: Iterable[tuple]) -> list:
+        """``fn(*args)`` for each tuple, kept where later jobs of :meth:`map` can use it; returns the
+        handles to pass in those jobs (here: the objects themselves)."""
+        return [fn(*args) for args in arguments]
 
 
 def _run_isolated(fn: Callable, job, errors: dict) -> tuple[object, list[tuple[type, str]]]:
@@ -127,14 +135,71 @@ class ProcessExecutor(Executor):
         return f"ProcessExecutor(workers={self.workers}, start_method={self.start_method!r})"
 
 
+class DaskExecutor(Executor):
+    """Oracle passes on a Dask cluster (``dask.distributed``; install ``cvxdp[dask]``).
+
+    Data parallel: each batch's examples are split into ``partitions`` contiguous blocks (a public
+    rule: sizes from ``m`` and the count only), each block's problem is built on a worker by a task
+    (:meth:`place`), and every oracle pass of the certified solver runs one task per block that
+    returns only sums (:mod:`cvxdp.erm.partitioned`), reduced at the driver.  The solver, the noise
+    and the ledger stay at the driver; the groups of Algorithm 1 run there one after another.
+
+    Failures: a worker lost mid-pass makes the scheduler re-run the pass (and, if needed, the
+    block's build task, whose inputs it holds) on another worker; a pass is a deterministic
+    function of its block and ``w``, so the re-run returns the same sums, and nothing is charged or
+    drawn twice (charges precede the solve, noise follows it, both here).  A pass that still fails
+    makes the fit raise before its release.
+
+    Parameters
+    ----------
+    client:
+        A ``distributed.Client``.
+    partitions:
+        Blocks per batch (default: the number of workers when the executor is made — public).
+    """
+
+    remote = True
+    data_parallel = True
+
+    def __init__(self, client, partitions: int | None = None) -> None:
+        try:
+            from distributed import Client
+        except ImportError as exc:  # pragma: no cover - the dask extra is part of the test extra
+            raise ParameterError("DaskExecutor needs dask.distributed: pip install 'cvxdp[dask]'.") from exc
+        if not isinstance(client, Client):
+            raise ParameterError(f"client must be a distributed.Client, got {type(client).__name__}.")
+        self.client = client
+        workers = len(client.scheduler_info().get("workers", {})) or 1
+        self.partitions = positive_int("partitions", workers if partitions is None else partitions)
+
+    def place(self, fn: Callable, arguments: Iterable[tuple]) -> list:
+        return [self.client.submit(fn, *args, pure=False) for args in arguments]
+
+    def map(self, fn: Callable, jobs: Iterable) -> Iterator:
+        errors = np.geterr()
+        futures = [self.client.submit(_run_isolated, fn, job, errors, pure=False) for job in jobs]
+        try:
+            for future in futures:
+                result, caught = future.result()
+                for category, message in caught:
+                    warnings.warn(message, category, stacklevel=2)
+                yield result
+        finally:
+            for future in futures:
+                future.cancel()
+
+    def __repr__(self) -> str:
+        return f"DaskExecutor(partitions={self.partitions})"
+
+
 def get_executor(executor: Executor | None) -> Executor:
     """``None`` → :class:`SerialExecutor`; an :class:`Executor` is used as given."""
     if executor is None:
         return SerialExecutor()
     if not isinstance(executor, Executor):
-        raise ParameterError(f"executor must be a cvxdp Executor (SerialExecutor, ProcessExecutor, or a "
-                             f"subclass) or None, got {type(executor).__name__}.")
+        raise ParameterError(f"executor must be a cvxdp Executor (SerialExecutor, ProcessExecutor, "
+                             f"DaskExecutor, or a subclass) or None, got {type(executor).__name__}.")
     return executor
 
 
-__all__ = ["Executor", "ProcessExecutor", "SerialExecutor", "get_executor"]
+__all__ = ["DaskExecutor", "Executor", "ProcessExecutor", "SerialExecutor", "get_executor"]

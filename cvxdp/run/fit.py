@@ -57,7 +57,8 @@ def run_fit(model: Model, examples: Examples, planner: Planner, *, ledger: Priva
     charges = charge_plan(ledger, plan, indices_of)
     keys = [(b.phase, b.group) for b in plan.batches]
     sources = dict(zip(keys, source.spawn(len(keys)), strict=True))
-    if executor.remote and len({id(s) for s in sources.values()}) < len(sources):  # solve refused earlier
+    groups_elsewhere = executor.remote and not executor.data_parallel  # solve refused such sources earlier
+    if groups_elsewhere and len({id(s) for s in sources.values()}) < len(sources):
         raise ParameterError("groups run in other processes need independent noise sources.")
     bar = _progress(progress, len(keys))
     try:

@@ -84,12 +84,13 @@ class GroupJob:
     charges: list[Charge]
     source: NoiseSource
     erm: ERMSettings | None
+    passes: Executor | None = None
 
 
 def run_group(job: GroupJob) -> BatchResult:
     """Algorithm 3 on one group (a module-level function, so a process pool can pickle it)."""
     return recursive_localization(job.model, job.examples, job.batch, w0=job.w0, charges=job.charges,
-                                  source=job.source, erm=job.erm)
+                                  source=job.source, erm=job.erm, passes=job.passes)
 
 
 @dataclass
@@ -109,6 +110,9 @@ def population_localization(model: Model, examples: Examples, plan: ReleasePlan,
     ``max_g R⁺`` of the phase (post-processing).
     """
     executor = executor or SerialExecutor()
+    # a data-parallel backend runs the oracle passes; the groups (their solves and noise) stay here
+    passes = executor if executor.data_parallel else None
+    groups = SerialExecutor() if executor.data_parallel else executor
     W = model.domain
     w0 = W.make_feasible(W.interior_point())
     steps: list[LocalizationStep] = []
@@ -117,9 +121,9 @@ def population_localization(model: Model, examples: Examples, plan: ReleasePlan,
         for b in phase:
             rows = examples if (b.offset == 0 and b.size == examples.m) else examples.subset(indices_of(b))
             jobs.append(GroupJob(model, rows, b, w0, charges[(b.phase, b.group)],
-                                 sources[(b.phase, b.group)], erm))
+                                 sources[(b.phase, b.group)], erm, passes))
         candidates = []
-        for result in executor.map(run_group, jobs):
+        for result in groups.map(run_group, jobs):
             steps.extend(result.steps)
             candidates.append(result.center)
             if progress is not None:

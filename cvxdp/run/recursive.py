@@ -13,10 +13,11 @@ A one-round plan on ``U = W`` is the plain-extension ablation (``localize=False`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from cvxdp.erm.partitioned import PartitionedERM
 from cvxdp.erm.problem import RegularizedERM
 from cvxdp.erm.solver import ERMSettings
 from cvxdp.geometry import localize
@@ -24,6 +25,7 @@ from cvxdp.loss import Examples
 from cvxdp.model import Model
 from cvxdp.plan.planner import BatchPlan
 from cvxdp.privacy.random import NoiseSource
+from cvxdp.run.executor import Executor
 from cvxdp.run.release import Charge, LocalizationStep, release_round
 
 
@@ -37,14 +39,25 @@ class BatchResult:
 
 def recursive_localization(model: Model, examples: Examples, batch: BatchPlan, *, w0: np.ndarray,
                            charges: list[Charge], source: NoiseSource,
-                           erm: ERMSettings | None = None) -> BatchResult:
-    """Algorithm 3 on ``examples`` (the batch's rows) with the rounds of ``batch``, regularized to ``w0``."""
+                           erm: ERMSettings | None = None, passes: Executor | None = None) -> BatchResult:
+    """Algorithm 3 on ``examples`` (the batch's rows) with the rounds of ``batch``, regularized to ``w0``.
+
+    ``passes``: a data-parallel executor (:class:`~cvxdp.run.executor.DaskExecutor`) runs each
+    round's oracle passes over partitions of the batch (:class:`~cvxdp.erm.partitioned.PartitionedERM`,
+    solved by the bundle method, which needs only their sums); the round's noise is drawn here.
+    """
     W = model.domain
+    if passes is not None and (erm is None or erm.method == "conic"):
+        erm = replace(erm or ERMSettings(), method="bundle")  # the joint program needs every example
     region = W
     steps: list[LocalizationStep] = []
     center = W.make_feasible(np.asarray(w0, float))
     for j, (plan, charge) in enumerate(zip(batch.rounds, charges, strict=True)):
-        problem = RegularizedERM(model, examples, region, plan.C, batch.lam, w0)
+        if passes is None:
+            problem = RegularizedERM(model, examples, region, plan.C, batch.lam, w0)
+        else:
+            problem = PartitionedERM(model, examples, region, plan.C, batch.lam, w0, executor=passes,
+                                     partitions=passes.partitions)
         center, cert = release_round(problem, plan, charge=charge, source=source, erm=erm)
         steps.append(LocalizationStep(phase=batch.phase, group=batch.group, round=plan.round, m=plan.m,
                                       radius=plan.radius, lam=batch.lam, epsilon=plan.epsilon,

@@ -36,7 +36,7 @@ from cvxdp.privacy.accountant import BudgetAccountant
 from cvxdp.privacy.ledger import PrivacyLedger
 from cvxdp.privacy.mechanisms import L2LaplaceMechanism
 from cvxdp.problem import PrivateProblem, PrivateResult
-from cvxdp.run.executor import DaskExecutor, ProcessExecutor, SerialExecutor
+from cvxdp.run.executor import DaskExecutor, PartitionedExecutor, ProcessExecutor, SerialExecutor
 
 __version__ = "0.1.0"
 
@@ -63,6 +63,7 @@ __all__ = [
     "NonConvexLossError",
     "PaperProfile",
     "ParameterError",
+    "PartitionedExecutor",
     "PrivacyBudgetError",
     "PrivacyLeakWarning",
     "PrivacyLedger",

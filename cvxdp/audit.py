@@ -72,6 +72,7 @@ from cvxdp.privacy.mechanisms import L2LaplaceMechanism, laplace_scale
 from cvxdp.privacy.random import NoiseSource, SecureRandom, SeededRandom
 from cvxdp.problem import PrivateProblem, PrivateResult
 from cvxdp.run import release as _algorithm2
+from cvxdp.run.executor import PartitionedExecutor
 from cvxdp.run.release import release_memoized
 
 Mechanism = Callable[[dict, NoiseSource], np.ndarray]
@@ -425,6 +426,8 @@ class ERMCache:
 
     @staticmethod
     def key(problem: RegularizedERM, alpha: float, settings: ERMSettings | None) -> tuple | None:
+        if not isinstance(problem, RegularizedERM):  # a partitioned problem holds no data here
+            return None
         if problem.region is not problem.model.domain or problem.w_domain is not None:
             return None
         digest = hashlib.sha256()
@@ -990,6 +993,19 @@ def _register() -> dict[str, Scenario]:
             _tangent_kink_pair, solve_fit(_lad_ball2_model, algorithm=algorithm, epsilon=1.0, moment_k=4.0,
                                           G_k=3.0),
             full_runs=full, quick_runs=quick, coupled_runs=1, same_tail=False))
+    # the data-parallel path (partition sums, the bundle solver) without a cluster: the same release
+    for algorithm, full in (("output-perturbation", 200), ("population", 40)):
+        out.append(Scenario(
+            f"lad-label-1e10/partitioned-{algorithm}",
+            f"LAD n=40, one label 1e10 vs 1, executor=PartitionedExecutor(3), {algorithm}",
+            label_pair, solve_fit(lad1, algorithm=algorithm, executor=PartitionedExecutor(3), **defaults),
+            full_runs=full, coupled_runs=1))
+    out.append(Scenario(
+        "lad-oblique-row-1e60/partitioned-output-perturbation",
+        "LAD on a ball, n=60, one row x=(1e60, 3e59), y=-1e90 in one of 4 partitions vs an ordinary one",
+        _oblique_steep_pair, solve_fit(_lad_ball2_model, algorithm="output-perturbation",
+                                       executor=PartitionedExecutor(4), epsilon=1.0, moment_k=4.0, G_k=3.0),
+        full_runs=100, coupled_runs=1, same_tail=False))
     # a ball cut by two half-spaces, the optimum on the corner of the sphere and both faces
     for algorithm, full in (("output-perturbation", 100), ("population", 40)):
         out.append(Scenario(

@@ -135,6 +135,29 @@ class ProcessExecutor(Executor):
         return f"ProcessExecutor(workers={self.workers}, start_method={self.start_method!r})"
 
 
+class PartitionedExecutor(Executor):
+    """The data-parallel path of :class:`DaskExecutor` without a cluster: each batch split into
+    ``partitions`` contiguous blocks whose oracle passes run here, one after another.
+
+    The same release path as on Dask — partition sums reduced at the driver, the bundle solver —
+    so the audit and the tests exercise it without starting workers; on one machine the serial
+    default is faster.
+    """
+
+    remote = False
+    data_parallel = True
+
+    def __init__(self, partitions: int = 4) -> None:
+        self.partitions = positive_int("partitions", partitions)
+
+    def map(self, fn: Callable, jobs: Iterable) -> Iterator:
+        for job in jobs:
+            yield fn(job)
+
+    def __repr__(self) -> str:
+        return f"PartitionedExecutor(partitions={self.partitions})"
+
+
 class DaskExecutor(Executor):
     """Oracle passes on a Dask cluster (``dask.distributed``; install ``cvxdp[dask]``).
 
@@ -202,4 +225,5 @@ def get_executor(executor: Executor | None) -> Executor:
     return executor
 
 
-__all__ = ["DaskExecutor", "Executor", "ProcessExecutor", "SerialExecutor", "get_executor"]
+__all__ = ["DaskExecutor", "Executor", "PartitionedExecutor", "ProcessExecutor", "SerialExecutor",
+           "get_executor"]

@@ -66,11 +66,16 @@ def reference_minimum(problem: RegularizedERM, data: dict) -> float:
 
 @pytest.mark.parametrize("loss", ["hinge", "absolute", "logistic"])
 @pytest.mark.parametrize("region", ["W", "lens"])
-def test_certificate_holds_against_reference(loss, region, rng):
+@pytest.mark.parametrize("method", ["conic", "bundle"])
+def test_certificate_holds_against_reference(loss, region, method, rng):
+    """The joint program (with its ladder) and the bundle method alone (no refinement) reach α, and
+    their bounds bracket the true minimum."""
     problem, data = _problem(rng, loss=loss, region=region)
     alpha = 1e-8
-    w, cert = solve_certified(problem, alpha)
+    settings = ERMSettings() if method == "conic" else ERMSettings(method="bundle", refine=False)
+    w, cert = solve_certified(problem, alpha, settings)
     assert cert.certified and cert.gap <= alpha
+    assert method == "conic" or cert.method.startswith("bundle (")
     assert problem.region.contains(w)
     ref = reference_minimum(problem, data)
     assert cert.lower <= ref + 1e-7

@@ -279,6 +279,10 @@ class PrivateProblem:
                               tail_range=tail_range, lambda_scale=lambda_scale, lambda_growth=lambda_growth,
                               max_phases=max_phases, lam=lam, boosting_groups=boosting_groups, erm=erm)
         executor = get_executor(executor)
+        if executor.data_parallel and erm is not None and erm.method == "adaptive-subgradient":
+            raise ParameterError("a data-parallel executor runs the ERM on partition sums: use "
+                                 "ERMSettings(method='bundle') (its default here) or 'cutting-plane'; "
+                                 "'adaptive-subgradient' needs every example in this process.")
         if executor.remote and not executor.data_parallel and not noise_source(
                 random_state, warn=False).spawns_independent:
             raise ParameterError("this noise source cannot make independent sources for groups run in "

@@ -125,3 +125,20 @@ def test_partitioned_executor_runs_the_data_parallel_path_here():
              + 2 * last[0].plan.mechanism().snap_radius)
     assert float(np.linalg.norm(parts.w - serial.w)) <= reach
     assert parts.ledger.spent == serial.ledger.spent
+
+
+def test_a_data_parallel_executor_refuses_a_solver_that_needs_every_example_before_any_charge():
+    import cvxpy as cp
+
+    import cvxdp
+    from cvxdp.erm import ERMSettings
+
+    w = cp.Variable(2)
+    model = cvxdp.Model(cvxdp.losses.absolute(w), [cp.norm(w, 2) <= 1.0])
+    acc = cvxdp.BudgetAccountant(1.0)
+    X = np.ones((50, 2))
+    with pytest.raises(cvxdp.ParameterError, match="bundle"):
+        cvxdp.PrivateProblem(model).solve({"x": X, "y": np.ones(50)}, epsilon=1.0, moment_k=4.0, G_k=2.0,
+                                          executor=cvxdp.PartitionedExecutor(2), accountant=acc,
+                                          erm=ERMSettings(method="adaptive-subgradient"))
+    assert acc.spent == 0.0

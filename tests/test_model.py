@@ -69,3 +69,19 @@ def test_infinite_bounds_are_open_sides_and_contradictions_are_refused():
     v = cp.Variable(2, nonneg=True, nonpos=True)
     with pytest.raises(DomainError, match="single point"):
         cvxdp.Model(cvxdp.losses.absolute(v), [cp.norm(v, 2) <= 1])
+
+
+def test_a_squared_loss_off_a_ball_warns_that_label_outliers_can_refuse():
+    """The one documented single-record refusal left (SECURITY.md): a squared loss with a huge label on a
+    domain without the exact path. The warning is a function of the loss and the domain alone."""
+    import warnings
+
+    w = cp.Variable(2)
+    with pytest.warns(cvxdp.PrivacyLeakWarning, match="squared loss"):
+        cvxdp.Model(cvxdp.losses.squared(w), [w >= -1, w <= 1])
+    for loss, cons in ((cvxdp.losses.squared(w), [cp.norm(w, 2) <= 1]),
+                       (cvxdp.losses.absolute(w), [w >= -1, w <= 1]),
+                       (cvxdp.losses.huber(w), [w >= -1, w <= 1])):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", cvxdp.PrivacyLeakWarning)
+            cvxdp.Model(loss, cons)

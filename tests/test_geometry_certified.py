@@ -200,3 +200,38 @@ def test_face_active_fits_release(kind, loss):
     res = cvxdp.PrivateProblem(model).solve({"x": X, "y": y}, epsilon=50.0, moment_k=4.0, G_k=2.0,
                                             random_state=0, algorithm="output-perturbation")
     assert model.domain.contains(res.w[None, :])[0]
+
+
+def test_conic_support_bound_survives_underflow_and_overflow():
+    """Found by review: a second-order multiplier whose tail norm underflowed left ``z`` outside ``K*``
+    (bound 0 below ``<v, u> = 1e-170``); finite multipliers whose sum overflows raised instead of
+    failing closed."""
+    w = cp.Variable(2)
+    region = domain_from_constraints([cp.norm(w, 2) <= 1, w[1] >= -0.5], w)
+    rows = region.cone_rows()
+    z = np.zeros(rows.n_rows)
+    z[1] = 1e-170
+    v = z @ rows.A_y
+    u = np.array([-1.0, 0.0])  # exactly feasible
+    exact = sum((Q(float(a)) * Q(float(b)) for a, b in zip(v, u, strict=True)), Q(0))
+    assert Q(conic_support_upper(region, v, z)) >= exact
+    huge = np.zeros(rows.n_rows)
+    huge[0] = huge[-1] = 1.7e308
+    assert conic_support_upper(region, np.ones(2), huge) == math.inf
+    assert dual_distance_bound(region, np.array([1e300, 0.0])) == 0.0
+
+
+def test_a_part_with_auxiliary_rows_is_left_out_not_the_whole_bound():
+    """Found by review: an inactive ``||w||₁ ≤ 10`` (whose rows need auxiliaries) switched the dual
+    bound off for the whole region, and the corner fit refused again; now that part is left out (a
+    superset of U, still a valid bound) and the corner still certifies."""
+    from cvxdp.audit import _corner_pair
+
+    d0, _ = _corner_pair()
+    w = cp.Variable(3)
+    model = cvxdp.Model(cvxdp.losses.absolute(w),
+                        [cp.norm(w, 2) <= 1, w[0] >= 0, w[1] + w[2] <= 0.5, cp.norm(w, 1) <= 10])
+    assert certified.dual_rows(model.domain) is not None
+    res = cvxdp.PrivateProblem(model).solve(d0, epsilon=1.0, moment_k=4.0, G_k=3.0, random_state=0,
+                                            algorithm="output-perturbation")
+    assert model.domain.contains(res.w[None, :])[0]

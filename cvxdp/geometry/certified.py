@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from cvxdp.conic.cones import cone_offsets, project_dual
+from cvxdp.conic.cones import ConeRows, cone_offsets, project_dual
 from cvxdp.error import DomainError, SolverError
 from cvxdp.geometry._conic_set import batched_support
 from cvxdp.geometry.ball import Ball
@@ -156,13 +156,15 @@ def distance_lower_bound(region: Domain, x: np.ndarray) -> float:
     return _largest_lower(distance_lower_bound(Ball(c, r), x), dual_distance_bound(region, x))
 
 
-def _row_leaves(region: Domain) -> list[tuple[Domain, bool]] | None:
-    """The sets whose cone rows ``region.cone_rows()`` stacks, in order, each with whether its rows
-    are the set itself; ``None`` where a leaf's rows cannot be used (auxiliaries, exponential cones).
+def _row_leaves(region: Domain) -> list[tuple[Domain, str]]:
+    """The sets whose cone rows ``region.cone_rows()`` stacks, in order, each marked ``"exact"`` (its
+    rows are the set itself), ``"support"`` (its rows only approximate it: its share of a multiplier
+    is bounded by its own certified support) or ``"skip"`` (rows with auxiliaries or exponential
+    cones, which the dual bound cannot use; leaving a leaf out bounds a superset of ``U``, still
+    valid).
 
     Balls, boxes, simplices, lenses, polytopes and compiled CVXPY sets store their rows as given.
-    An ellipsoid's rows hold a rounded factor of its matrix (and ``−L c`` rounded), so they describe
-    a neighbouring set: its share of a multiplier is bounded by its own certified support instead.
+    An ellipsoid's rows hold a rounded factor of its matrix (and ``−L c`` rounded).
     """
     if isinstance(region, Intersection):
         parts: list[Domain] = list(region.parts)
@@ -170,75 +172,93 @@ def _row_leaves(region: Domain) -> list[tuple[Domain, bool]] | None:
         parts = [region.base, region.ball]
     else:
         if isinstance(region, Ellipsoid):
-            return [(region, False)]
+            return [(region, "support")]
         try:
             rows = region.cone_rows()
         except (NotImplementedError, AttributeError):
-            return None
-        if rows.n_aux or any(c.kind == "exp" for c in rows.cones):
-            return None
-        return [(region, True)]
-    leaves: list[tuple[Domain, bool]] = []
-    for part in parts:
-        sub = _row_leaves(part)
-        if sub is None:
-            return None
-        leaves += sub
-    return leaves
+            return [(region, "skip")]
+        usable = rows.n_aux == 0 and all(c.kind != "exp" for c in rows.cones)
+        return [(region, "exact" if usable else "skip")]
+    return [leaf for part in parts for leaf in _row_leaves(part)]
+
+
+def dual_rows(region: Domain) -> tuple[ConeRows, list[tuple[Domain, str]]] | None:
+    """The stacked rows of the leaves the dual bound uses (see :func:`_row_leaves`), and those leaves;
+    ``None`` when no leaf is usable."""
+    leaves = [(leaf, kind) for leaf, kind in _row_leaves(region) if kind != "skip"]
+    if not leaves:
+        return None
+    return ConeRows.stack([leaf.cone_rows() for leaf, _ in leaves]), leaves
+
+
+def _norm_up(a: np.ndarray) -> float:
+    """An upper bound on ``||a||`` that neither underflows nor overflows (scaled by ``max|a|``)."""
+    a = np.asarray(a, float)
+    top = float(np.max(np.abs(a))) if a.size else 0.0
+    if not (top > 0.0):
+        return 0.0 if top == 0.0 else math.inf
+    return top * float(np.linalg.norm(a / top)) * (1.0 + (a.size + 4.0) * EPS)
 
 
 def conic_support_upper(region: Domain, v: np.ndarray, z: np.ndarray) -> float:
-    """``σ_U(v) ≤ Σ_k bₖᵀzₖ + Σ_e σ̄_e(A_eᵀz_e) + σ_B(r)`` for multipliers ``z`` of ``U``'s rows.
+    """``σ_U(v) ≤ Σ_k bₖᵀzₖ + Σ_e σ̄_e(A_eᵀz_e) + σ_B(r)`` for multipliers ``z`` of :func:`dual_rows`.
 
-    ``U`` is the intersection of the leaves of :func:`_row_leaves`.  Split ``v = Σ_k A_kᵀz_k + r`` by
-    leaf.  For a leaf whose rows are the set, ``u ∈ U`` and ``z_k ∈ K_k*`` give
-    ``z_kᵀ(b_k − A_k u) ≥ 0``, so ``<A_kᵀz_k, u> ≤ b_kᵀz_k`` (weak conic duality); another leaf (an
-    ellipsoid) contributes its own certified support at its share ``s_e = fl(A_eᵀz_e)``; the rest
-    ``r`` is bounded on the bounding ball ``B ⊇ U``.  Exact at the support program's optimal ``z``
-    for exact leaves.  Any ``z`` gives a valid bound once it is moved into ``K*``: nonnegative blocks
-    are clipped at 0 and a second-order block's head is raised to ``(1 + (k + 4)ε)`` times the
-    rounded norm of its tail, which covers that norm's rounding.  The float residual differs from
-    the real one by at most ``(k + 8)ε`` times its terms per coordinate, which costs
-    ``||δr|| · max_U ||u||``; ``bᵀz`` is exactly rounded, the ball's formula charged ``(d + 4)ε``.
-    Returns ``+∞`` when the leaves are unusable or a value is not finite.
+    ``U`` lies in the intersection of the used leaves.  Split ``v = Σ_k A_kᵀz_k + r`` by leaf.  For
+    a leaf whose rows are the set, ``u ∈ U`` and ``z_k ∈ K_k*`` give ``z_kᵀ(b_k − A_k u) ≥ 0``, so
+    ``<A_kᵀz_k, u> ≤ b_kᵀz_k`` (weak conic duality); another leaf (an ellipsoid) contributes its own
+    certified support at its share ``s_e = fl(A_eᵀz_e)``; the rest ``r`` is bounded on the bounding
+    ball ``B ⊇ U``.  Exact at the support program's optimal ``z`` for exact leaves.  Any ``z`` gives
+    a valid bound once it is moved into ``K*``: nonnegative blocks are clipped at 0 and a
+    second-order block's head is raised to ``(1 + (k + 4)ε)`` times an upper bound on its tail's
+    norm (computed scaled, so it cannot underflow).  The float residual differs from the real one by
+    at most ``(k + 8)ε`` times its terms per coordinate, which costs ``||δr|| · max_U ||u||``;
+    ``bᵀz`` is exactly rounded, the ball's formula charged ``(d + 4)ε``, and ``10⁻³⁰⁰`` is added so
+    that no margin vanishes by underflow.  Returns ``+∞`` when no leaf is usable, a sum overflows or
+    a value is not finite.
     """
-    leaves = _row_leaves(region)
-    rows = region.cone_rows()
-    if leaves is None or rows.n_aux:
+    used = dual_rows(region)
+    if used is None:
         return math.inf
+    rows, leaves = used
     z = project_dual(np.asarray(z, float), rows.cones)
+    if z.shape != (rows.n_rows,) or not np.all(np.isfinite(z)):
+        return math.inf
     off = cone_offsets(rows.cones)
     for cone, a, b in zip(rows.cones, off[:-1], off[1:], strict=True):
         if cone.kind == "soc":
-            tail = float(np.linalg.norm(z[a + 1:b]))
-            z[a] = max(float(z[a]), tail * (1.0 + (cone.dim + 4.0) * EPS))
+            z[a] = max(float(z[a]), _norm_up(z[a + 1:b]) * (1.0 + (cone.dim + 4.0) * EPS))
     k, d = rows.A_y.shape
     exact = np.zeros(k, dtype=bool)
     shares = np.zeros(d)
     share_abs = np.zeros(d)
     leaf_bounds: list[float] = []
     start = 0
-    for leaf, rows_are_set in leaves:
-        stop = start + leaf.cone_rows().n_rows
-        if rows_are_set:
-            exact[start:stop] = True
-        else:
-            s = z[start:stop] @ rows.A_y[start:stop]
-            leaf_bounds.append(float(leaf.support_upper(s[None, :])[0]))
-            shares = shares + s
-            share_abs = share_abs + np.abs(s)
-        start = stop
-    zb_terms = z[exact] * rows.b[exact]
-    r = (v - z[exact] @ rows.A_y[exact]) - shares
-    r_err = (k + 8.0) * EPS * (np.abs(v) + np.abs(z[exact]) @ np.abs(rows.A_y[exact]) + share_abs)
-    c, radius = region.bounding_ball()
-    c = np.asarray(c, float)
-    rn = float(np.linalg.norm(r))
-    margin = (2.0 * EPS * float(np.sum(np.abs(zb_terms)))
-              + (d + 4.0) * EPS * (float(np.abs(r) @ np.abs(c)) + radius * rn)
-              + float(np.linalg.norm(r_err)) * (1.0 + (d + 4.0) * EPS) * region.norm_bound())
-    total = [math.fsum(zb_terms), *leaf_bounds, float(r @ c) + radius * rn]
-    bound = math.fsum(total) + (2.0 * EPS * math.fsum(abs(t) for t in total) + margin) * (1.0 + 8.0 * EPS)
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        for leaf, kind in leaves:
+            stop = start + leaf.cone_rows().n_rows
+            if kind == "exact":
+                exact[start:stop] = True
+            else:
+                s = z[start:stop] @ rows.A_y[start:stop]
+                leaf_bounds.append(float(leaf.support_upper(s[None, :])[0]))
+                shares = shares + s
+                share_abs = share_abs + np.abs(s)
+            start = stop
+        zb_terms = z[exact] * rows.b[exact]
+        r = (v - z[exact] @ rows.A_y[exact]) - shares
+        r_err = (k + 8.0) * EPS * (np.abs(v) + np.abs(z[exact]) @ np.abs(rows.A_y[exact]) + share_abs)
+        c, radius = region.bounding_ball()
+        c = np.asarray(c, float)
+        rn = _norm_up(r)
+        try:
+            margin = (2.0 * EPS * math.fsum(np.abs(zb_terms))
+                      + (d + 4.0) * EPS * (float(np.abs(r) @ np.abs(c)) + radius * rn)
+                      + _norm_up(r_err) * (1.0 + (d + 4.0) * EPS) * region.norm_bound())
+            total = [math.fsum(zb_terms), *leaf_bounds, float(r @ c) + radius * rn]
+            bound = (math.fsum(total) + (2.0 * EPS * math.fsum(abs(t) for t in total) + margin)
+                     * (1.0 + 8.0 * EPS) + 1e-300)
+        except (OverflowError, ValueError):  # a sum beyond float range, or inf − inf
+            return math.inf
     return bound if math.isfinite(bound) else math.inf
 
 
@@ -250,28 +270,32 @@ def dual_distance_bound(region: Domain, x: np.ndarray) -> float:
     of the support program in direction ``v`` over all the region's rows, so the bound is tight
     where several faces are active at once — a ball cut by half-spaces, a corner of a polytope —
     which the parts' own bounds miss (each part alone is farther inside).  The solvers only propose
-    ``p`` and ``z``; any values give a valid bound.  Fails closed to ``0`` (a solver failure, rows
-    with auxiliaries or exponential cones, a non-finite value).
+    ``p`` and ``z``; any values give a valid bound.  Leaves whose rows it cannot use (auxiliaries,
+    exponential cones) are left out, which bounds the distance to a superset.  Fails closed to
+    ``0`` (a solver failure, no usable leaf, a sum out of range, a non-finite value).
     """
-    if _row_leaves(region) is None or not np.isfinite(region.bounding_ball()[1]):
+    used = dual_rows(region)
+    if used is None or not np.isfinite(region.bounding_ball()[1]):
         return 0.0
     try:
         if bool(np.all(region.contains(x[None, :]))):
             return 0.0
-        rows = region.cone_rows()
         p = np.asarray(region.project(x[None, :]), float).reshape(-1)
         v = x - p
         if not (np.all(np.isfinite(v)) and np.any(v)):
             return 0.0
-        _, z, _ = batched_support(rows, v[None, :])
+        _, z, _ = batched_support(used[0], v[None, :])
     except (SolverError, DomainError):
         return 0.0
     sigma = conic_support_upper(region, v, z[0])
     d = x.size
     vx_terms = v * x
-    numerator = math.fsum(vx_terms) - 2.0 * EPS * float(np.sum(np.abs(vx_terms))) - sigma
-    norm_v = float(np.linalg.norm(v)) * (1.0 + (d + 4.0) * EPS)
-    if not (numerator > 0.0 and math.isfinite(numerator) and norm_v > 0.0):
+    try:
+        numerator = math.fsum(vx_terms) - 2.0 * EPS * math.fsum(np.abs(vx_terms)) - 1e-300 - sigma
+    except (OverflowError, ValueError):
+        return 0.0
+    norm_v = _norm_up(v) * (1.0 + (d + 4.0) * EPS)
+    if not (numerator > 0.0 and math.isfinite(numerator) and 0.0 < norm_v < math.inf):
         return 0.0
     return numerator / norm_v * (1.0 - 4.0 * EPS)
 
@@ -332,6 +356,7 @@ __all__ = [
     "conic_support_upper",
     "distance_lower_bound",
     "dual_distance_bound",
+    "dual_rows",
     "has_exact_support",
     "per_row_support_upper",
     "row_support_bound",

@@ -218,7 +218,8 @@ def test_conic_support_bound_survives_underflow_and_overflow():
     huge = np.zeros(rows.n_rows)
     huge[0] = huge[-1] = 1.7e308
     assert conic_support_upper(region, np.ones(2), huge) == math.inf
-    assert dual_distance_bound(region, np.array([1e300, 0.0])) == 0.0
+    far = dual_distance_bound(region, np.array([1e300, 0.0]))  # U sits in the unit ball around 0
+    assert 0.99e300 <= far and Q(far) <= Q(1e300) - 1
 
 
 def test_a_part_with_auxiliary_rows_is_left_out_not_the_whole_bound():
@@ -235,3 +236,21 @@ def test_a_part_with_auxiliary_rows_is_left_out_not_the_whole_bound():
     res = cvxdp.PrivateProblem(model).solve(d0, epsilon=1.0, moment_k=4.0, G_k=3.0, random_state=0,
                                             algorithm="output-perturbation")
     assert model.domain.contains(res.w[None, :])[0]
+
+
+@pytest.mark.parametrize("scale", [1e8, 1e12, 1e16, 1e20])
+def test_far_points_keep_a_tight_bound_when_the_projection_program_fails(scale):
+    """Found by review: beyond ||x|| ~ 1e11 the projection program failed and only the parts' bound was
+    left; the direction toward the interior point is then used (unit-scaled), which is within
+    diam(U)²/dist of the distance.  Sound against an exactly feasible point, and tight."""
+    region = _ball_and_faces(3, 0)
+    inner = region.interior_point()
+    ray = np.array([-2.0, 3.0, 1.0])
+    x = inner + ray * scale
+    near = inner + ray / np.linalg.norm(ray) * 10.0  # the far point's projection, to O(1/scale)
+    p, ok = certified_inner_points(region, region.make_feasible(region.project(near[None, :])))
+    assert ok[0]
+    lb = distance_lower_bound(region, x)
+    exact = _exact_sq_dist(x, p[0])
+    assert Q(lb) ** 2 <= exact
+    assert lb >= (1 - 1e-9) * math.sqrt(float(exact))

@@ -280,10 +280,15 @@ def dual_distance_bound(region: Domain, x: np.ndarray) -> float:
     try:
         if bool(np.all(region.contains(x[None, :]))):
             return 0.0
-        p = np.asarray(region.project(x[None, :]), float).reshape(-1)
-        v = x - p
+        try:
+            v = x - np.asarray(region.project(x[None, :]), float).reshape(-1)
+        except (SolverError, DomainError):
+            # far points defeat the projection program (found by review at ||x|| ~ 1e12); toward the
+            # interior point the bound is within diam(U)²/dist(x, U) of the distance
+            v = x - region.interior_point()
         if not (np.all(np.isfinite(v)) and np.any(v)):
             return 0.0
+        v = v / _norm_up(v)  # σ_U is positively homogeneous: a unit direction keeps the program scaled
         _, z, _ = batched_support(used[0], v[None, :])
     except (SolverError, DomainError):
         return 0.0

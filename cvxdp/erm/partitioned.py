@@ -120,26 +120,16 @@ class PartitionedERM:
         self.C, self.lam = positive_finite("C", C), positive_finite("lambda", lam)
         self.w0 = finite_array("w0", w0, shape=(model.dim,))
         self._m = examples.m
-        self.partition_sizes = [int(idx.size) for idx in blocks]
 
-    @property
-    def feasible_set(self) -> Domain:
-        return self.region
+    # the public part of the problem is RegularizedERM's, read from the same fields
+    feasible_set = RegularizedERM.feasible_set
+    dim = RegularizedERM.dim
+    regularizer = RegularizedERM.regularizer
+    lipschitz_bound = RegularizedERM.lipschitz_bound
 
     @property
     def m(self) -> int:
         return self._m
-
-    @property
-    def dim(self) -> int:
-        return self.model.dim
-
-    def regularizer(self, w: np.ndarray) -> float:
-        return 0.5 * self.lam * float(np.sum((np.asarray(w) - self.w0) ** 2))
-
-    def lipschitz_bound(self) -> float:
-        c, r = self.feasible_set.bounding_ball()
-        return self.C + self.lam * (float(np.linalg.norm(self.w0 - c)) + r)
 
     def upper_and_cut(self, w: np.ndarray, tolerance: float) -> tuple[float, Cut]:
         """One pass over every partition, reduced: the certified upper bound of ``F(w)`` and the

@@ -182,13 +182,13 @@ def _row_leaves(region: Domain) -> list[tuple[Domain, str]]:
     return [leaf for part in parts for leaf in _row_leaves(part)]
 
 
-def dual_rows(region: Domain) -> tuple[ConeRows, list[tuple[Domain, str]]] | None:
-    """The stacked rows of the leaves the dual bound uses (see :func:`_row_leaves`), and those leaves;
-    ``None`` when no leaf is usable."""
-    leaves = [(leaf, kind) for leaf, kind in _row_leaves(region) if kind != "skip"]
+def dual_rows(region: Domain) -> tuple[ConeRows, list[tuple[Domain, str, int]]] | None:
+    """The stacked rows of the leaves the dual bound uses (see :func:`_row_leaves`), and those leaves
+    with their kinds and row counts, in the order of the rows; ``None`` when no leaf is usable."""
+    leaves = [(leaf, kind, leaf.cone_rows()) for leaf, kind in _row_leaves(region) if kind != "skip"]
     if not leaves:
         return None
-    return ConeRows.stack([leaf.cone_rows() for leaf, _ in leaves]), leaves
+    return ConeRows.stack([rows for _, _, rows in leaves]), [(lf, kd, r.n_rows) for lf, kd, r in leaves]
 
 
 def _norm_up(a: np.ndarray) -> float:
@@ -200,7 +200,8 @@ def _norm_up(a: np.ndarray) -> float:
     return top * float(np.linalg.norm(a / top)) * (1.0 + (a.size + 4.0) * EPS)
 
 
-def conic_support_upper(region: Domain, v: np.ndarray, z: np.ndarray) -> float:
+def conic_support_upper(region: Domain, v: np.ndarray, z: np.ndarray,
+                        used: tuple[ConeRows, list] | None = None) -> float:
     """``σ_U(v) ≤ Σ_k bₖᵀzₖ + Σ_e σ̄_e(A_eᵀz_e) + σ_B(r)`` for multipliers ``z`` of :func:`dual_rows`.
 
     ``U`` lies in the intersection of the used leaves.  Split ``v = Σ_k A_kᵀz_k + r`` by leaf.  For
@@ -214,9 +215,9 @@ def conic_support_upper(region: Domain, v: np.ndarray, z: np.ndarray) -> float:
     at most ``(k + 8)ε`` times its terms per coordinate, which costs ``||δr|| · max_U ||u||``;
     ``bᵀz`` is exactly rounded, the ball's formula charged ``(d + 4)ε``, and ``10⁻³⁰⁰`` is added so
     that no margin vanishes by underflow.  Returns ``+∞`` when no leaf is usable, a sum overflows or
-    a value is not finite.
+    a value is not finite.  ``used``: :func:`dual_rows` of ``region``, when the caller has it.
     """
-    used = dual_rows(region)
+    used = dual_rows(region) if used is None else used
     if used is None:
         return math.inf
     rows, leaves = used
@@ -234,8 +235,8 @@ def conic_support_upper(region: Domain, v: np.ndarray, z: np.ndarray) -> float:
     leaf_bounds: list[float] = []
     start = 0
     with np.errstate(over="ignore", invalid="ignore", under="ignore"):
-        for leaf, kind in leaves:
-            stop = start + leaf.cone_rows().n_rows
+        for leaf, kind, n_rows in leaves:
+            stop = start + n_rows
             if kind == "exact":
                 exact[start:stop] = True
             else:
@@ -292,7 +293,7 @@ def dual_distance_bound(region: Domain, x: np.ndarray) -> float:
         _, z, _ = batched_support(used[0], v[None, :])
     except (SolverError, DomainError):
         return 0.0
-    sigma = conic_support_upper(region, v, z[0])
+    sigma = conic_support_upper(region, v, z[0], used)
     d = x.size
     vx_terms = v * x
     try:

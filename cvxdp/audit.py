@@ -807,6 +807,13 @@ def _square_model() -> Model:
     return Model(losses.squared(w), [cp.norm(w, 2) <= 1.0])
 
 
+def _square_box_model() -> Model:
+    from cvxdp import losses
+
+    w = cp.Variable(1)
+    return Model(losses.squared(w), [w <= 1.0, w >= -1.0])
+
+
 def _box_feature_pair() -> tuple[dict, dict]:
     """LAD data in ``d = 2`` (Student-t features, linear labels); the last example's features are
     ``10¹²·(1, −1)`` in ``data_0``."""
@@ -972,6 +979,21 @@ def _register() -> dict[str, Scenario]:
         "squared loss on a ball (the exact path of rational links), n=40, one label 1e10 vs 1",
         label_pair, solve_fit(_square_model, algorithm="output-perturbation", **defaults),
         full_runs=2000, quick_runs=100))
+    # a squared loss off a ball: the level c·label² dropped exactly by the shifted square link
+    # (cvxdp.extension.affine_reduction), then the steep record scaled; before, every fit refused
+    for algorithm, full, quick in (("output-perturbation", 2000, 100), ("population", 100, 0)):
+        out.append(Scenario(
+            f"square-box-label-1e10/{algorithm}",
+            f"squared loss on a box (the conic path, shifted square link), n=40, one label 1e10 vs 1, "
+            f"algorithm={algorithm!r}",
+            label_pair, solve_fit(_square_box_model, algorithm=algorithm, **defaults),
+            full_runs=full, quick_runs=quick, coupled_runs=1))
+    out.append(Scenario(
+        "square-box-label--1e100/output-perturbation",
+        "squared loss on a box, n=40, one label -1e100 vs 1 (a shift beyond the public limit, remapped)",
+        lambda: label_pair(big=-1e100), solve_fit(_square_box_model, algorithm="output-perturbation",
+                                                  **defaults),
+        full_runs=2000, quick_runs=0))
     # huge features on a region with no exact path: the record is scaled to a public slope limit
     out.append(Scenario(
         "lad-box-feature-1e12/output-perturbation",

@@ -16,6 +16,9 @@ example axis, and every method takes arrays ``u`` or ``π`` of shape ``(m,)``
   (``u²`` for ``|u| ≤ M``, ``2M|u| − M²`` beyond); ``φ*(π) = π²/(4c)`` on
   ``|π| ≤ 2Mc``.
 * :class:`SquareLink` — ``c u²``; ``φ*(π) = π²/(4c)`` on ``R``.
+* :class:`ShiftedSquareLink` — ``c u (u + 2T) = c(u + T)² − cT²`` with a per-example shift ``T``:
+  a square loss with its level ``cT²`` taken out exactly (:mod:`cvxdp.extension.affine_reduction`);
+  ``φ*(π) = c (π/(2c) − T)²`` on ``R``.
 * :class:`LogisticLink` — ``c log(1 + e^u)``; ``φ*(π) = c[p log p + (1−p) log(1−p)]``
   with ``p = π/c`` on ``[0, c]``.
 """
@@ -257,6 +260,64 @@ class SquareLink(_ScaledSmoothLink):
     def conjugate(self, pi: np.ndarray) -> np.ndarray:
         pi = np.asarray(pi, float)
         return pi * pi / (4.0 * self.scale)
+
+
+class ShiftedSquareLink(_ScaledSmoothLink):
+    """``φ(u) = c u (u + 2T) = c (u + T)² − c T²``, with a shift ``T`` per example (``(m,)`` or scalar).
+
+    It carries a squared-loss example ``c (<a, y> + b)²`` whose argument keeps one sign on ``U``
+    as ``φ(<a, y> + b − T)`` plus the dropped constant ``c T²``: with ``T`` near the argument's
+    smallest magnitude on ``U``, the values that remain are of the size of the example's
+    variation on ``U``, not of ``label²``.  Evaluated as a product, so :meth:`value` errs by a
+    few ulps of itself; ``φ'(u) = 2c(u + T)``; ``φ*(π) = c (π/(2c) − T)²`` on all of ``R``, with
+    the cancellation in ``π/(2c) − T`` charged by :meth:`conjugate_rounding`.
+    """
+
+    def __init__(self, scale: float = 1.0, shift: np.ndarray | float = 0.0) -> None:
+        super().__init__(scale)
+        shift = np.asarray(shift, dtype=float)
+        with np.errstate(over="ignore", invalid="ignore"):
+            finite = bool(np.all(np.isfinite(2.0 * shift)))
+        if not finite:
+            raise ValueError("a shifted square link needs finite shifts with finite 2T")
+        self.shift = shift
+
+    def subset(self, index: np.ndarray) -> ShiftedSquareLink:
+        if self.shift.ndim == 0:
+            return self
+        return ShiftedSquareLink(self.scale, self.shift[index])
+
+    def value(self, u: np.ndarray) -> np.ndarray:
+        u = np.asarray(u, float)
+        return self.scale * u * (u + 2.0 * self.shift)
+
+    def derivative(self, u: np.ndarray) -> np.ndarray:
+        return 2.0 * self.scale * (np.asarray(u, float) + self.shift)
+
+    def inverse_derivative(self, pi: np.ndarray) -> np.ndarray:
+        return np.asarray(pi, float) / (2.0 * self.scale) - self.shift
+
+    def dual_domain(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.array(-np.inf), np.array(np.inf)
+
+    def conjugate(self, pi: np.ndarray) -> np.ndarray:
+        r = self.inverse_derivative(pi)
+        return self.scale * r * r
+
+    def conjugate_rounding(self, pi: np.ndarray) -> np.ndarray:
+        """A bound on the float64 error of :meth:`conjugate` at ``π``.
+
+        ``r = fl(fl(π/(2c)) − T)`` differs from ``π/(2c) − T`` by at most
+        ``δ = 2ε (|π|/(2c) + |r|)`` (one rounding each; ``2c`` is exact); ``c r²`` then errs by
+        ``c (2|r| δ + δ²)`` through ``r`` and by ``3ε c r²`` through its own two products.  Charged
+        twice over.
+        """
+        pi = np.asarray(pi, float)
+        c = self.scale
+        with np.errstate(invalid="ignore", over="ignore"):
+            r = self.inverse_derivative(pi)
+            delta = 2.0 * _EPS * (np.abs(pi) / (2.0 * c) + np.abs(r))
+            return 2.0 * (c * (2.0 * np.abs(r) * delta + delta * delta) + 3.0 * _EPS * c * r * r) + 1e-300
 
 
 class LogisticLink(_ScaledSmoothLink):

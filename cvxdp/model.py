@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 
 import cvxpy as cp
 import numpy as np
 
-from cvxdp.error import DomainError, ModelError, PrivacyLeakWarning
-from cvxdp.geometry import Ball, Domain, Lens, domain_from_constraints
-from cvxdp.links import SquareLink
+from cvxdp.error import DomainError, ModelError
+from cvxdp.geometry import Domain, domain_from_constraints
 from cvxdp.loss import Examples, Loss
-from cvxdp.structure import SmoothGLMStructure
 
 
 class Model:
@@ -53,13 +50,6 @@ class Model:
         self.domain = W
         if not np.isfinite(W.diameter):
             raise DomainError("the domain's diameter is not finite; add bounds on w.")
-        if _label_outliers_can_refuse(loss, W):
-            warnings.warn(
-                "a squared loss on a domain other than a ball: one label far beyond the data's scale (say "
-                "1e10) can make the certificate refuse, and such a refusal depends on the data, so pure DP "
-                "is not guaranteed for such labels (SECURITY.md, known limitations). Use a ball domain "
-                "(cp.norm(w, 2) <= R), or clip the labels to a public range before fitting.",
-                PrivacyLeakWarning, stacklevel=2)
         self.diameter = float(W.diameter)
 
     @property
@@ -80,21 +70,6 @@ class Model:
 
     def __repr__(self) -> str:
         return f"Model(loss={self.loss.structure.kind}, d={self.dim}, W={self.domain!r})"
-
-
-def _label_outliers_can_refuse(loss: Loss, W: Domain) -> bool:
-    """Whether a single huge label can make this model's certificate refuse (a function of the loss's
-    structure and the public domain only).
-
-    A label outlier is handled exactly on a ball or lens (the exact path) for every generalized
-    linear loss, and on any domain for piecewise-linear and Huber losses (its affine level is
-    dropped, :mod:`cvxdp.extension.affine_reduction`); a squared link on another domain has neither,
-    and its level of ``~label²`` swamps the certified bracket (found by review: a box, n = 150, one
-    label 1e10 refused every fit).
-    """
-    structure = loss.structure
-    return (isinstance(structure, SmoothGLMStructure) and isinstance(structure.link, SquareLink)
-            and not isinstance(W, Ball | Lens))
 
 
 #: Variable attributes that are convex sets: they join the domain constraints.

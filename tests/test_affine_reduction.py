@@ -235,3 +235,131 @@ def test_per_example_on_regions_without_a_closed_form_support(kind: str) -> None
     assert r1.mask[:20].all()
     assert np.array_equal(r1.mask[others], r2.mask[others])
     assert list(r1.offsets[others]) == list(r2.offsets[others])
+
+
+# -- the square link's level ------------------------------------------------------------------------
+
+def _square_examples(n: int, rng: np.random.Generator, d: int = 2):
+    w = cp.Variable(d)
+    model = Model(losses.squared(w), [cp.norm(w, 2) <= 1.0])
+    X = rng.standard_t(3.0, (n, d))
+    y = X @ np.linspace(0.5, -0.5, d) + rng.standard_t(2.0, n)
+    y[: n // 2] *= 10.0 ** rng.uniform(1, 40, n // 2) * rng.choice([-1.0, 1.0], n // 2)
+    return model, model.bind({"x": X, "y": y})
+
+
+@pytest.mark.parametrize("kind", ["box", "simplex", "box-localized"])
+def test_square_substitute_equals_loss_minus_level_exactly(kind: str) -> None:
+    """``c(<a,y> + b)² = c u'(u' + 2T) + κ`` in exact rationals at every point tried (any y, not only U),
+    the shift is taken on the rows whose argument keeps one sign on U, and what is left is small there."""
+    from cvxdp.links import ShiftedSquareLink
+
+    rng = np.random.default_rng(11)
+    _, ex = _square_examples(60, rng)
+    region = _regions(2)[kind]
+    red = affine_reduction(ex, region, 1.0)
+    sub = red.apply(ex).glm()
+    glm = ex.glm()
+    assert isinstance(sub.link, ShiftedSquareLink)
+    assert red.mask[:30].sum() >= 25 and np.all(sub.link.shift[~red.mask] == 0.0)
+    c = Fraction(glm.link.scale)
+    pts = np.concatenate([_points(region, rng, 20), 5.0 * rng.standard_normal((5, 2))])
+    for i in range(60):
+        T, b1 = Fraction(float(sub.link.shift[i])), Fraction(float(sub.b[i]))
+        for y in pts:
+            dot = sum((Fraction(float(s)) * Fraction(float(t)) for s, t in zip(glm.a[i], y, strict=True)),
+                      Fraction(0))
+            u = dot + b1
+            assert c * (dot + Fraction(float(glm.b[i]))) ** 2 == c * u * (u + 2 * T) + (red.offsets[i] or 0)
+    # on U the substitute is of the size of its slope times U, whatever the label
+    inside = _points(region, rng, 50)
+    u = inside @ sub.a.T + sub.b
+    vals = sub.link.value(u)
+    slope = 2.0 * glm.link.scale * (np.abs(sub.link.shift) + 3.0) * np.linalg.norm(glm.a, axis=1)
+    assert np.all(np.abs(vals) <= 3.0 * slope)
+
+
+def test_square_rows_that_change_sign_keep_their_label() -> None:
+    """An argument that crosses zero on U has no level to drop: T = 0, the same label (the test has power:
+    the same row with its label moved past the region's reach is shifted)."""
+    w = cp.Variable(1)
+    model = Model(losses.squared(w), [w <= 1, w >= -1])
+    region = Box(-np.ones(1), np.ones(1))
+    X = np.array([[2.0], [2.0], [2.0]])
+    y = np.array([1.9, 2.1, -2.1])  # u = 2w − y: crosses 0 on [−1, 1] for the first only
+    red = affine_reduction(model.bind({"x": X, "y": y}), region, 1.0)
+    assert list(red.mask) == [False, True, True]
+    sub = red.apply(model.bind({"x": X, "y": y})).glm()
+    assert sub.b[0] == model.bind({"x": X, "y": y}).glm().b[0] and sub.link.shift[0] == 0.0
+
+
+def test_square_level_is_per_example() -> None:
+    rng = np.random.default_rng(12)
+    model, ex = _square_examples(40, rng)
+    glm = ex.glm()
+    X = glm.a.copy()  # the loss's recovered form: u = <x, w> - y  (a = x, b = -y)
+    y = -glm.b.copy()
+    region = _regions(2)["box"]
+    for record in (1e10, -1e100, 0.3, 1e6):
+        y2 = y.copy()
+        y2[7] = record
+        r1 = affine_reduction(model.bind({"x": X, "y": y}), region, 1.5)
+        r2 = affine_reduction(model.bind({"x": X, "y": y2}), region, 1.5)
+        others = np.arange(40) != 7
+        assert np.array_equal(r1.mask[others], r2.mask[others])
+        s1, s2 = r1.apply(model.bind({"x": X, "y": y})).glm(), r2.apply(model.bind({"x": X, "y": y2})).glm()
+        assert np.array_equal(s1.b[others], s2.b[others])
+        assert np.array_equal(s1.link.shift[others], s2.link.shift[others])
+
+
+def test_square_balls_keep_the_exact_path() -> None:
+    rng = np.random.default_rng(13)
+    _, ex = _square_examples(20, rng)
+    red = affine_reduction(ex, Ball(np.zeros(2), 1.0), 1.0)
+    assert red.link is None and not red.mask.any() and red.apply(ex) is ex
+
+
+@pytest.mark.parametrize("kind", ["box", "box-localized"])
+def test_square_brackets_agree(kind: str) -> None:
+    """``f_{C,U}`` of the shifted substitute plus ``cT²`` brackets the original's values (moderate labels,
+    where float64 certifies both), and its brackets are at least as tight."""
+    rng = np.random.default_rng(14)
+    d = 2
+    w = cp.Variable(d)
+    model = Model(losses.squared(w), [w <= 1, w >= -1])
+    X = rng.standard_normal((30, d))
+    y = np.concatenate([rng.uniform(3, 20, 15) * rng.choice([-1, 1], 15), rng.standard_normal(15)])
+    ex = model.bind({"x": X, "y": y})
+    region = _regions(d)[kind]
+    ext = LipschitzExtension(model, 1.3, region)
+    red = affine_reduction(ex, region, 1.3)
+    assert red.mask[:15].all()
+    sub = red.apply(ex)
+    kappa = np.array([float(k) for k in red.offsets])
+    for wq in _points(region, rng, 20)[:5]:
+        e1, e2 = ext.evaluate(wq, ex), ext.evaluate(wq, sub)
+        assert np.all(e1.lower <= e2.upper + kappa + 1e-9 * (1 + np.abs(kappa)))
+        assert np.all(e2.lower + kappa <= e1.upper + 1e-9 * (1 + np.abs(kappa)))
+        assert np.all(e2.upper - e2.lower <= e1.upper - e1.lower + 2 * e1.tolerance)
+
+
+@pytest.mark.parametrize("dom,algorithm", [
+    ("box", "output-perturbation"), ("box", "recursive"), ("box", "population"),
+    ("simplex", "output-perturbation"), ("polytope", "output-perturbation"),
+])
+def test_square_label_outlier_releases(dom: str, algorithm: str) -> None:
+    """One label of 300, 1e10 or -1e100 with a squared loss off a ball: released, never refused (every
+    fit refused before, from a label of about 300 on: the level c·label² swamped the bracket)."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_t(5.0, (60, 2))
+    y = X @ np.array([0.5, -0.5]) + 0.3 * rng.standard_normal(60)
+    w = cp.Variable(2)
+    cons = {"box": [w <= 1, w >= -1], "simplex": [w >= 0, cp.sum(w) == 1],
+            "polytope": [w[0] >= -1, w[1] >= -1, w[0] + w[1] <= 1]}[dom]
+    problem = PrivateProblem(Model(losses.squared(w), cons))
+    for big in (300.0, 1e10, -1e100):
+        y2 = y.copy()
+        y2[-1] = big
+        res = problem.solve({"x": X, "y": y2}, epsilon=1.0, moment_k=4.0, G_k=2.0, algorithm=algorithm,
+                            random_state=1)
+        assert np.all(np.isfinite(res.w))

@@ -206,7 +206,9 @@ TARGETS = ["solve/output-perturbation", "solve/recursive", "solve/population",
            "smooth/logistic/output-perturbation",
            # any record on regions without an exact path: steep records scaled to a public limit
            "any/box-lad/output-perturbation", "any/simplex-pinball/population",
-           "any/box-huber/output-perturbation"]
+           "any/box-huber/output-perturbation",
+           # a squared loss off a ball: the level dropped by the shifted square link, then scaled
+           "any/box-square/output-perturbation"]
 D = 2
 
 
@@ -222,6 +224,8 @@ def _labels_model(name: str):
         return Model(losses.huber(w), [w <= 1.0, w >= -1.0])
     if name == "square":
         return Model(losses.squared(w), [cp.norm(w, 2) <= 1.0])
+    if name == "box-square":
+        return Model(losses.squared(w), [w <= 1.0, w >= -1.0])
     if name == "logistic":
         return Model(losses.logistic(w), [cp.norm(w, 2) <= 1.0])
     return Model(losses.pinball(w, 0.8), [w >= 0.0, cp.sum(w) == 1.0])

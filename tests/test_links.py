@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
-from cvxdp.links import HuberLink, LogisticLink, PiecewiseLinearLink, SquareLink
+from cvxdp.links import HuberLink, LogisticLink, PiecewiseLinearLink, ShiftedSquareLink, SquareLink
 
 LINKS = {
     "hinge": PiecewiseLinearLink(np.array([[0.0, 1.0]]), np.array([[0.0, 0.0]])),
@@ -14,6 +16,7 @@ LINKS = {
     "three-piece": PiecewiseLinearLink(np.array([[-2.0, 0.5, 3.0]]), np.array([[1.0, 0.0, -4.0]])),
     "huber": HuberLink(0.8, 1.5),
     "square": SquareLink(0.7),
+    "shifted-square": ShiftedSquareLink(0.7, -2.5),
     "logistic": LogisticLink(2.0),
 }
 
@@ -79,3 +82,41 @@ def test_piecewise_kinks_are_breakpoints():
         if np.isclose(link.value(np.array([k]))[0], top[-1]):
             continue
         raise AssertionError("kink not on the envelope")
+
+
+def test_shifted_square_is_the_square_minus_its_level(rng):
+    """``c u (u + 2T) = c (u + T)² − c T²`` in exact arithmetic; its value errs by a few ulps of itself."""
+    T = rng.normal(size=200) * 10.0 ** rng.integers(-3, 30, size=200)
+    u = rng.normal(size=200) * 10.0 ** rng.integers(-5, 3, size=200)
+    link = ShiftedSquareLink(0.7, T)
+    got = link.value(u)
+    for i in range(200):
+        c, ui, Ti = Fraction(0.7), Fraction(float(u[i])), Fraction(float(T[i]))
+        exact = c * (ui + Ti) ** 2 - c * Ti**2
+        assert exact == c * ui * (ui + 2 * Ti)
+        assert abs(Fraction(float(got[i])) - exact) <= 4 * Fraction(np.finfo(float).eps) * abs(exact)
+
+
+def test_shifted_square_conjugate_rounding_bounds_the_exact_error(rng):
+    """The charged margin covers the float conjugate's distance to ``c (π/(2c) − T)²`` computed in exact
+    arithmetic, at the multipliers that arise (``π = φ'(u)``, huge shifts, small arguments) and random ones;
+    and it is not vacuous: well below the conjugate's size where no cancellation happens."""
+    c = 0.3
+    T = rng.choice([-1.0, 1.0], 300) * 10.0 ** rng.uniform(-2, 9, 300)
+    link = ShiftedSquareLink(c, T)
+    u = rng.normal(size=300) * 10.0 ** rng.uniform(-6, 2, 300)
+    at_u = link.derivative(u)
+    for pi in (at_u, rng.normal(size=300) * np.abs(T), np.nextafter(at_u, np.inf)):
+        got, margin = link.conjugate(pi), link.conjugate_rounding(pi)
+        for i in range(300):
+            exact = Fraction(c) * (Fraction(float(pi[i])) / (2 * Fraction(c)) - Fraction(float(T[i]))) ** 2
+            assert abs(Fraction(float(got[i])) - exact) <= Fraction(float(margin[i]))
+    far = ShiftedSquareLink(c, np.zeros(5)).conjugate_rounding(np.linspace(1, 5, 5))
+    assert np.all(far <= 1e-14 * ShiftedSquareLink(c, np.zeros(5)).conjugate(np.linspace(1, 5, 5)))
+
+
+def test_shifted_square_subsets_its_shifts():
+    link = ShiftedSquareLink(1.0, np.array([1.0, 2.0, 3.0]))
+    assert np.array_equal(link.subset(np.array([2, 0])).shift, [3.0, 1.0])
+    with pytest.raises(ValueError):
+        ShiftedSquareLink(1.0, np.array([1e308]))  # 2T overflows

@@ -71,15 +71,14 @@ def test_infinite_bounds_are_open_sides_and_contradictions_are_refused():
         cvxdp.Model(cvxdp.losses.absolute(v), [cp.norm(v, 2) <= 1])
 
 
-def test_a_squared_loss_off_a_ball_warns_that_label_outliers_can_refuse():
-    """The one documented single-record refusal left (SECURITY.md): a squared loss with a huge label on a
-    domain without the exact path. The warning is a function of the loss and the domain alone."""
+def test_no_model_warns_of_a_label_outlier_refusal_any_more():
+    """A squared loss off a ball used to warn (PrivacyLeakWarning) that a huge label could make it refuse;
+    its level is now dropped exactly (cvxdp.extension.affine_reduction), so no domain warns."""
     import warnings
 
     w = cp.Variable(2)
-    with pytest.warns(cvxdp.PrivacyLeakWarning, match="squared loss"):
-        cvxdp.Model(cvxdp.losses.squared(w), [w >= -1, w <= 1])
-    for loss, cons in ((cvxdp.losses.squared(w), [cp.norm(w, 2) <= 1]),
+    for loss, cons in ((cvxdp.losses.squared(w), [w >= -1, w <= 1]),
+                       (cvxdp.losses.squared(w), [cp.norm(w, 2) <= 1]),
                        (cvxdp.losses.absolute(w), [w >= -1, w <= 1]),
                        (cvxdp.losses.huber(w), [w >= -1, w <= 1])):
         with warnings.catch_warnings():

@@ -112,3 +112,80 @@ def test_huge_features_on_a_box_release(algorithm: str) -> None:
         res = PrivateProblem(_lad()).solve({"x": X2, "y": y}, epsilon=1.0, moment_k=4.0, G_k=2.0,
                                            algorithm=algorithm, random_state=3)
         assert np.all(np.isfinite(res.w))
+
+
+# -- a squared loss, carried with its shifted link ---------------------------------------------------
+
+def _square_rows(region, labels: np.ndarray, X: np.ndarray, C: float = 1.5):
+    from cvxdp.extension.affine_reduction import affine_reduction
+
+    w = cp.Variable(X.shape[1])
+    model = Model(losses.squared(w), [w <= 1, w >= -1])
+    ex = model.bind({"x": X, "y": labels})
+    red = affine_reduction(ex, region, C)
+    return red, scale_steep_records(red.apply(ex), region, C)
+
+
+def test_shifted_square_rows_are_scaled_to_the_limit() -> None:
+    """After the level is dropped, a row's slope on U is ``2c|u + T| ||a||``: rows above S come down to at
+    most S; a shift above the public limit is brought to ±T_max (numbers the certificate can carry),
+    keeping the slope at the argument's near side where it is below S; ordinary rows are untouched."""
+    from cvxdp.extension.affine_reduction import argument_range
+    from cvxdp.extension.record_scaling import shift_limit
+
+    region = Box(-np.ones(2), np.ones(2))
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((12, 2))
+    X[10] = [1e-12, 2e-12]  # a tiny feature with a huge label: not steep, but its shift is above T_max
+    y = np.concatenate([[1e4, -1e10, 1e100, 3e5], rng.standard_normal(6) * 0.1, [2e11, 0.05]])
+    C = 1.5
+    _, sc = _square_rows(region, y, X, C)
+    S = slope_limit(C)
+    glm = sc.examples.glm()
+    lo, hi = argument_range(region, glm.a, glm.b)
+    slope = np.linalg.norm(glm.a, axis=1) * glm.link.lipschitz_on(lo, hi)
+    assert np.all(slope <= S * (1 + 1e-9))
+    T_max = shift_limit(1.0)
+    assert np.all(np.abs(glm.link.shift) <= T_max)
+    assert sc.mask[[1, 2, 3]].all() and not sc.mask[4:10].any() and sc.mask[10]
+    # the tiny-feature row: its slope at u = 0 is the original's 2c|T| ||a|| (below S)
+    kept = abs(glm.link.shift[10]) * np.linalg.norm(glm.a[10])
+    assert abs(glm.link.shift[10]) == T_max and np.isclose(kept, 2e11 * np.linalg.norm(X[10]), rtol=1e-9)
+
+
+def test_a_remapped_shift_changes_a_gentle_row_by_almost_nothing() -> None:
+    """A row with a shift above T_max but a gentle slope keeps its slope at the near side; only its
+    curvature grows, by at most about ``S² diam(U)² / (4c T_max²)`` on U."""
+    from cvxdp.extension.affine_reduction import affine_reduction
+
+    region = Box(-np.ones(2), np.ones(2))
+    w = cp.Variable(2)
+    model = Model(losses.squared(w), [w <= 1, w >= -1])
+    X = np.array([[3e-11, -1e-11]])
+    ex = model.bind({"x": X, "y": np.array([4e10])})
+    red = affine_reduction(ex, region, 1.5)
+    before = red.apply(ex).glm()
+    after = scale_steep_records(red.apply(ex), region, 1.5).examples.glm()
+    pts = np.random.default_rng(0).uniform(-1, 1, (200, 2))
+    f0 = before.link.value(pts @ before.a[0] + before.b[0])
+    f1 = after.link.value(pts @ after.a[0] + after.b[0])
+    bound = slope_limit(1.5) ** 2 * 8.0 / (4.0 * 2.0**60)
+    assert np.max(np.abs(f1 - f0)) <= bound + 1e-12 * np.max(np.abs(f0))
+
+
+def test_shifted_square_scaling_is_per_record() -> None:
+    region = Box(-np.ones(2), np.ones(2))
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((30, 2))
+    y = X @ np.array([0.5, -0.5]) + rng.standard_normal(30)
+    y[:6] *= 10.0 ** rng.uniform(3, 50, 6)
+    for record in (1e10, -1e100, 1e5, 0.1):
+        y2 = y.copy()
+        y2[9] = record
+        (_, s1), (_, s2) = _square_rows(region, y, X), _square_rows(region, y2, X)
+        others = np.arange(30) != 9
+        g1, g2 = s1.examples.glm(), s2.examples.glm()
+        assert np.array_equal(s1.factors[others], s2.factors[others])
+        assert np.array_equal(s1.mask[others], s2.mask[others])
+        assert np.array_equal(g1.a[others], g2.a[others]) and np.array_equal(g1.b[others], g2.b[others])
+        assert np.array_equal(g1.link.shift[others], g2.link.shift[others])

@@ -28,6 +28,22 @@ Per example, the test and the substitute:
 * and the level must dominate: ``|κ_i| > 2¹² (1 + C diam U + ||s_i|| max_U ||y||)``, so an
   ordinary example keeps its ordinary path.
 
+A squared loss is not affine, but its level comes out just as exactly.  **Square links**
+``c u²``, ``u = <a_i, y> + b_i``, on a region without the exact path (not a ball or lens): when
+``u`` keeps one sign on ``U`` (``b_i + min_U <a_i, y> > 0``, rounded safely, or the mirror
+case), take the float ``T_i = fl(b_i + e_i)``, ``e_i`` the bound of ``<a_i, y>`` on the near side,
+and ``b'_i = b_i − T_i`` when that subtraction is exact (checked with an error-free sum); then for
+every ``y``
+
+    c (<a_i, y> + b_i)² = c u' (u' + 2T_i) + c T_i²,        u' = <a_i, y> + b'_i,
+
+so the example is carried with the link :class:`~cvxdp.links.ShiftedSquareLink` (shift ``T_i``)
+and label ``b'_i``, and ``κ_i = c T_i²``.  What is left is of the size of ``2c|T_i|`` times the
+argument's variation on ``U`` — the example's slope times ``U`` — where ``c u²`` had the level
+``c b_i²`` of a ``10¹⁰`` label (``10²⁰``, far beyond what float64 brackets to ``α``).  Rows
+whose argument changes sign on ``U`` keep ``T_i = 0`` (the same function); every square-link
+batch on such a region is carried this way, so no row's representation hangs on another's.
+
 Privacy: each test and substitute reads example ``i``'s own coefficients and the public ``U`` and
 ``C`` only, so whether an example is substituted, and by what, moves with that example alone;
 the substitute equals the example's loss on ``U`` up to the constant ``κ_i`` (exactly, in the
@@ -42,9 +58,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from cvxdp.geometry import Domain
+from cvxdp.geometry import Ball, Domain, Lens
 from cvxdp.geometry.certified import per_row_support_upper, support_rounding
-from cvxdp.links import HuberLink
+from cvxdp.links import HuberLink, Link, ShiftedSquareLink, SquareLink
 from cvxdp.loss import Examples, GLMRepresentation
 from cvxdp.numerics import EPS
 from cvxdp.structure import PiecewiseLinearStructure, SmoothGLMStructure
@@ -66,21 +82,24 @@ class AffineReduction:
     offsets: np.ndarray
     pieces: tuple[np.ndarray, np.ndarray] | None = None
     labels: np.ndarray | None = None
+    link: Link | None = None
 
     def apply(self, examples: Examples) -> Examples:
         """``examples`` with the substituted rows' structure replaced (the raw arrays are kept).
 
         The substitute lives in the batch's cached numeric structure (``pieces`` / ``glm``), which
-        is what every certified path reads; subsets inherit it.  Unchanged when nothing is reduced.
+        is what every certified path reads; subsets inherit it.  Unchanged when nothing is reduced,
+        except a square-link batch, which is always carried with its shifted link.
         """
-        if not np.any(self.mask):
+        if not np.any(self.mask) and self.link is None:
             return examples
         out = Examples(examples.loss, examples.arrays, examples.m)
         if self.pieces is not None:
             out._cache["pieces"] = self.pieces
         else:
             glm = examples.glm()
-            out._cache["glm"] = GLMRepresentation(glm.a, self.labels, glm.link, glm.is_glm)
+            link = glm.link if self.link is None else self.link
+            out._cache["glm"] = GLMRepresentation(glm.a, self.labels, link, glm.is_glm)
         return out
 
 
@@ -178,7 +197,40 @@ def affine_reduction(examples: Examples, region: Domain, C: float) -> AffineRedu
         for i in np.nonzero(mask)[0]:
             offsets[i] = k * int(sign[i]) * (Fraction(float(b[i])) - Fraction(float(b_sub[i])))
         return AffineReduction(mask, offsets, labels=labels)
+    if (isinstance(st, SmoothGLMStructure) and isinstance(st.link, SquareLink)
+            and not isinstance(region, Ball | Lens)):
+        return _square_level(examples.glm(), region)
     return AffineReduction(mask, offsets)
+
+
+def _exact_difference(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``fl(x − y)`` and whether it is exact (Knuth's error-free sum: the rounding error is 0)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        s = x - y
+        z = s - x
+        err = (x - (s - z)) + (-y - z)
+    return s, np.isfinite(s) & (err == 0.0)
+
+
+def _square_level(glm: GLMRepresentation, region: Domain) -> AffineReduction:
+    """The shifted form of a square-link batch (see the module docstring), row by row."""
+    a, b, link = glm.a, glm.b, glm.link
+    m = b.shape[0]
+    lo0, hi0 = argument_range(region, a, np.zeros(m))  # bounds of <a_i, y> over U, per row
+    with np.errstate(invalid="ignore", over="ignore"):
+        lo = lo0 + b - 2.0 * EPS * (np.abs(lo0) + np.abs(b))
+        hi = hi0 + b + 2.0 * EPS * (np.abs(hi0) + np.abs(b))
+        T = np.where(lo > 0, b + lo0, np.where(hi < 0, b + hi0, 0.0))
+        T = np.where(np.isfinite(T) & np.isfinite(2.0 * T), T, 0.0)
+    b_new, exact = _exact_difference(b, T)
+    mask = (T != 0.0) & exact
+    T = np.where(mask, T, 0.0)
+    labels = np.where(mask, b_new, b)
+    offsets = np.zeros(m, dtype=object)
+    c = Fraction(link.scale)
+    for i in np.nonzero(mask)[0]:  # exact rationals, kept for the record (no bound reads them)
+        offsets[i] = c * Fraction(float(T[i])) ** 2
+    return AffineReduction(mask, offsets, labels=labels, link=ShiftedSquareLink(link.scale, T))
 
 
 __all__ = ["LEVEL_FACTOR", "AffineReduction", "affine_reduction", "argument_range"]

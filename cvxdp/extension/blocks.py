@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from cvxdp.conic.cones import Cone
-from cvxdp.links import HuberLink, LogisticLink, SquareLink
+from cvxdp.links import HuberLink, LogisticLink, ShiftedSquareLink, SquareLink
 from cvxdp.loss import Examples
 from cvxdp.structure import PiecewiseLinearStructure, SmoothGLMStructure
 
@@ -143,8 +143,8 @@ def piecewise_linear_block(A: np.ndarray, b: np.ndarray) -> EpigraphBlock:
 
 
 def smooth_glm_block(a: np.ndarray, b: np.ndarray,
-                     link: HuberLink | SquareLink | LogisticLink) -> EpigraphBlock:
-    """Conic rows of ``τ ≥ c φ(aᵀ y + b)`` for the Huber, square and logistic links."""
+                     link: HuberLink | SquareLink | ShiftedSquareLink | LogisticLink) -> EpigraphBlock:
+    """Conic rows of ``τ ≥ c φ(aᵀ y + b)`` for the Huber, square, shifted square and logistic links."""
     m, d = a.shape
     tau = d
     R = _Rows(m)
@@ -153,6 +153,16 @@ def smooth_glm_block(a: np.ndarray, b: np.ndarray,
         p = d + 1  # aux p >= u^2, tau >= c p
         R.add([(0, tau, -1.0), (0, p, c)], [0.0], Cone("nonneg", 1))
         # (p + 1, p - 1, 2u) in SOC: s0 = p + 1, s1 = p - 1, s2 = 2(a^T y + b)
+        R.add([(0, p, -1.0), (1, p, -1.0)], [1.0, -1.0, 2.0 * b], Cone("soc", 3))
+        R.add_dense_y(2, -2.0 * a)
+        return R.finish(d, 1, None)
+    if isinstance(link, ShiftedSquareLink):
+        # c u (u + 2T) = c u² + 2cT u:  tau >= c p + 2cT u, p >= u² (the solver only proposes points;
+        # the certificate evaluates the link itself, so rounding 2cT here costs no validity)
+        p = d + 1
+        k = 2.0 * c * np.broadcast_to(link.shift, (m,))
+        R.add([(0, tau, -1.0), (0, p, c)], [-k * b], Cone("nonneg", 1))
+        R.add_dense_y(0, k[:, None] * a)
         R.add([(0, p, -1.0), (1, p, -1.0)], [1.0, -1.0, 2.0 * b], Cone("soc", 3))
         R.add_dense_y(2, -2.0 * a)
         return R.finish(d, 1, None)

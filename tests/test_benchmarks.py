@@ -65,3 +65,17 @@ def test_erm_solver_benchmark_quick(tmp_path, capsys):
     assert all(r["conic_gap_over_alpha"] <= 1.0 and r["bundle_gap_over_alpha"] <= 1.0 for r in result["rows"])
     assert json.loads(out.read_text())["benchmark"] == "erm_solvers"
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith("ratio ")
+
+
+def test_scale_benchmark_quick(tmp_path, capsys):
+    """Serial and 2-worker LocalCluster fits in fresh processes: each releases, spends at most ε, and is
+    timed against a numpy pass over the same rows."""
+    out = tmp_path / "scale.json"
+    result = _load("bench_scale").main(["--quick", "--json", str(out)])
+    rows = result["rows"]
+    assert [(r["loss"], r["where"]) for r in rows] == [("absolute", "serial"), ("absolute", "cluster"),
+                                                        ("hinge", "serial"), ("hinge", "cluster")]
+    assert all("error" not in r and r["epsilon_spent"] <= 1.0 and r["ratio"] > 1.0 for r in rows)
+    assert all(r["worker_peak_mib"] > 0 for r in rows if r["where"] == "cluster")
+    assert json.loads(out.read_text())["benchmark"] == "scale"
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith("ratio ")

@@ -1,0 +1,199 @@
+"""Scale: default private LAD and hinge fits, serial and on a 2-worker LocalCluster, against a numpy floor.
+
+Per (loss, n, where) — Student-t (ν = 3) features, d = 20, W the ball of radius 2, ε = 1, k = 4,
+G_k = 3, the default algorithm — each fit runs in a fresh process and reports
+
+* ``seconds``: wall time of ``PrivateProblem.solve`` (certificates included);
+* ``driver_peak_mib``: the peak resident memory of the fitting process (``ru_maxrss``), and for the
+  cluster runs ``worker_peak_mib``: the largest peak over the worker processes;
+* ``floor_seconds``: one plain numpy pass over the same rows, the fastest of three
+  (``Σ |<x_i, w> − y_i|`` for LAD, ``Σ max(0, 1 − y_i <x_i, w>)`` for hinge) in the same
+  process — the least any method that reads every row once must pay — and
+  ``ratio = seconds / floor_seconds``.
+
+The serial hinge fit at ``--compare-n`` rows (10⁵) is also timed against diffprivlib's ``LogisticRegression``
+(ε = 1, ``data_norm`` the largest row norm — a non-private choice favourable to it) and
+scikit-learn's ``LinearSVC`` on the same rows.  diffprivlib 0.6.6 imports only with
+scikit-learn < 1.8, so ``--diffprivlib-env DIR`` names a virtual environment holding it (built there
+on first use with ``pip install diffprivlib==0.6.6 "scikit-learn<1.8"``); without it that row is
+skipped.
+
+What is not measured: the issue's n = 10⁷ rows generated on the workers — cvxdp reads every
+example at the driver (the tail histogram, the plan and the batches of Algorithm 1 are built there),
+so rows that do not fit the driver cannot be fitted yet; ``--sizes`` accepts 10⁷ and the row then
+shows what happens on this machine.
+
+``--quick`` runs n = 2000 serially and on the cluster for both losses, without the comparison.  The
+last line prints the largest ratio to the floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+_FIT = textwrap.dedent("""
+    import json, resource, sys, time, warnings
+    import numpy as np, cvxpy as cp
+    import cvxdp
+    warnings.simplefilter("ignore")
+    loss, n, d, where, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+    rng = np.random.default_rng(seed)
+    X = rng.standard_t(3, size=(n, d))
+    y = X @ (rng.normal(size=d) / np.sqrt(d)) + rng.standard_t(3, size=n)
+    if loss == "hinge":
+        y = np.where(y > 0, 1.0, -1.0)
+    w = cp.Variable(d)
+    model = cvxdp.Model(getattr(cvxdp.losses, loss)(w), [cp.norm(w, 2) <= 2.0])
+    probe = rng.normal(size=d) / np.sqrt(d)
+    floor = float("inf")
+    for _ in range(3):  # the fastest of three passes: no first-call overhead in the floor
+        t0 = time.perf_counter()
+        if loss == "hinge":
+            floor_value = float(np.maximum(0.0, 1.0 - y * (X @ probe)).sum())
+        else:
+            floor_value = float(np.abs(X @ probe - y).sum())
+        floor = min(floor, time.perf_counter() - t0)
+    out = {"floor_seconds": floor, "floor_value": floor_value}
+    kwargs = dict(epsilon=1.0, moment_k=4.0, G_k=3.0, random_state=seed)
+    if where == "serial":
+        t0 = time.perf_counter()
+        res = cvxdp.PrivateProblem(model).solve({"x": X, "y": y}, **kwargs)
+        out["seconds"] = time.perf_counter() - t0
+    else:
+        from distributed import Client, LocalCluster
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cl, \\
+                Client(cl) as client:
+            t0 = time.perf_counter()
+            res = cvxdp.PrivateProblem(model).solve({"x": X, "y": y}, executor=cvxdp.DaskExecutor(client),
+                                                    **kwargs)
+            out["seconds"] = time.perf_counter() - t0
+            peaks = client.run(lambda: __import__("resource").getrusage(
+                __import__("resource").RUSAGE_SELF).ru_maxrss)
+            out["worker_peak_mib"] = max(peaks.values()) / 1024.0
+    out["driver_peak_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    out["epsilon_spent"] = res.ledger.spent
+    print(json.dumps(out))
+""")
+
+_BASELINES = textwrap.dedent("""
+    import json, sys, time, warnings
+    import numpy as np
+    warnings.simplefilter("ignore")
+    data = np.load(sys.argv[1])
+    X, y = data["X"], data["y"]
+    out = {}
+    from sklearn.svm import LinearSVC
+    t0 = time.perf_counter()
+    LinearSVC().fit(X, y)
+    out["linearsvc_seconds"] = time.perf_counter() - t0
+    try:
+        from diffprivlib.models import LogisticRegression
+    except ImportError as exc:
+        out["diffprivlib_error"] = str(exc)
+    else:
+        t0 = time.perf_counter()
+        LogisticRegression(epsilon=1.0, data_norm=float(np.linalg.norm(X, axis=1).max())).fit(X, y)
+        out["diffprivlib_seconds"] = time.perf_counter() - t0
+    print(json.dumps(out))
+""")
+
+
+def _run(code: str, args: list[str], python: str = sys.executable) -> dict:
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    done = subprocess.run([python, "-c", code, *args], capture_output=True, text=True, env=env, check=False)
+    if done.returncode != 0:
+        tail = done.stderr.strip().splitlines()[-3:]
+        return {"error": " | ".join(tail) or f"exit {done.returncode}"}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def fit_row(loss: str, n: int, d: int, where: str, seed: int = 0) -> dict:
+    row = {"loss": loss, "n": n, "d": d, "where": where}
+    row.update(_run(_FIT, [loss, str(n), str(d), where, str(seed)]))
+    if "seconds" in row and row.get("floor_seconds"):
+        row["ratio"] = row["seconds"] / row["floor_seconds"]
+    return row
+
+
+def _baseline_python(env_dir: str) -> str:
+    python = os.path.join(env_dir, "bin", "python")
+    if not os.path.exists(python):
+        subprocess.run([sys.executable, "-m", "venv", env_dir], check=True)
+        subprocess.run([python, "-m", "pip", "install", "-q", "diffprivlib==0.6.6", "scikit-learn<1.8"],
+                       check=True)
+    return python
+
+
+def baseline_row(n: int, d: int, env_dir: str, seed: int = 0) -> dict:
+    """diffprivlib's LogisticRegression and LinearSVC on the hinge rows, beside cvxdp's serial fit."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    X = rng.standard_t(3, size=(n, d))
+    y = X @ (rng.normal(size=d) / np.sqrt(d)) + rng.standard_t(3, size=n)
+    y = np.where(y > 0, 1.0, -1.0)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "rows.npz")
+        np.savez(path, X=X, y=y)
+        return {"n": n, "d": d, **_run(_BASELINES, [path], _baseline_python(env_dir))}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
+    parser.add_argument("--cluster-sizes", type=int, nargs="+", default=[100_000])
+    parser.add_argument("--d", type=int, default=20)
+    parser.add_argument("--quick", action="store_true", help="n = 2000, serial and cluster, no comparison")
+    parser.add_argument("--compare-n", type=int, default=100_000, help="rows of the diffprivlib comparison")
+    parser.add_argument("--diffprivlib-env", type=str, default=None,
+                        help="a virtual environment with diffprivlib 0.6.6 (built there if missing)")
+    parser.add_argument("--json", type=str, default=None, help="write all figures to this file")
+    args = parser.parse_args(argv)
+    sizes, cluster = ([2000], [2000]) if args.quick else (args.sizes, args.cluster_sizes)
+    rows = []
+    for loss in ("absolute", "hinge"):
+        for where, ns in (("serial", sizes), ("cluster", cluster)):
+            for n in ns:
+                row = fit_row(loss, n, args.d, where)
+                rows.append(row)
+                if "error" in row:
+                    print(f"{loss:8s} n={n:>8d} {where:7s}: failed: {row['error']}", flush=True)
+                    continue
+                peak = row.get("worker_peak_mib")
+                worker = "" if peak is None else f", worker peak {peak:6.0f} MiB"
+                print(f"{loss:8s} n={n:>8d} {where:7s}: {row['seconds']:8.2f} s, driver peak "
+                      f"{row['driver_peak_mib']:6.0f} MiB{worker}, floor {row['floor_seconds']:.4f} s, "
+                      f"ratio {row['ratio']:.0f}", flush=True)
+    result: dict = {"benchmark": "scale", "rows": rows, "python": platform.python_version(),
+                    "machine": platform.machine(), "cpus": os.cpu_count()}
+    if args.diffprivlib_env and not args.quick:
+        n = args.compare_n
+        base = baseline_row(n, args.d, args.diffprivlib_env)
+        mine = next((r for r in rows if r["loss"] == "hinge" and r["where"] == "serial" and r["n"] == n),
+                    None) or fit_row("hinge", n, args.d, "serial")
+        if "diffprivlib_seconds" in base and "seconds" in mine:
+            base["cvxdp_over_diffprivlib"] = mine["seconds"] / base["diffprivlib_seconds"]
+            base["cvxdp_over_linearsvc"] = mine["seconds"] / base["linearsvc_seconds"]
+            print(f"hinge n={n}: cvxdp {mine['seconds']:.2f} s, diffprivlib LogisticRegression "
+                  f"{base['diffprivlib_seconds']:.2f} s (ratio {base['cvxdp_over_diffprivlib']:.1f}), "
+                  f"LinearSVC {base['linearsvc_seconds']:.2f} s (ratio {base['cvxdp_over_linearsvc']:.1f})")
+        else:
+            print(f"comparison skipped: {base}")
+        result["comparison"] = base
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(result, fh, indent=2)
+    ratios = [r["ratio"] for r in rows if "ratio" in r]
+    print(f"ratio {max(ratios):.0f} (private fit / numpy floor, largest)" if ratios else "ratio n/a")
+    return result
+
+
+if __name__ == "__main__":
+    main()

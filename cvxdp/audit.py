@@ -814,6 +814,28 @@ def _square_box_model() -> Model:
     return Model(losses.squared(w), [w <= 1.0, w >= -1.0])
 
 
+def _square_far_box_model() -> Model:
+    from cvxdp import losses
+
+    w = cp.Variable(3)
+    return Model(losses.squared(w), [w <= 3.0, w >= 1.0])
+
+
+def _far_box_feature_pair() -> tuple[dict, dict]:
+    """Ordinary rows on ``[1, 3]³`` plus 53 (``data_0``) or 52 (``data_1``) copies of a row with features
+    ``~10²⁷`` and label ``−4.7·10¹⁰``: ``b − T`` is inexact for it (found by review)."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((150, 3))
+    y = X @ np.full(3, 2.0) + 0.3 * rng.standard_normal(150)
+    sides = []
+    for k in (53, 52):
+        Xk, yk = X.copy(), y.copy()
+        Xk[-k:] = [-8.07957246e26, 7.16292175e24, 1.61090376e23]
+        yk[-k:] = -47445367139.7236
+        sides.append({"x": Xk, "y": yk})
+    return sides[0], sides[1]
+
+
 def _box_feature_pair() -> tuple[dict, dict]:
     """LAD data in ``d = 2`` (Student-t features, linear labels); the last example's features are
     ``10¹²·(1, −1)`` in ``data_0``."""
@@ -994,6 +1016,13 @@ def _register() -> dict[str, Scenario]:
         lambda: label_pair(big=-1e100), solve_fit(_square_box_model, algorithm="output-perturbation",
                                                   **defaults),
         full_runs=2000, quick_runs=0))
+    out.append(Scenario(
+        "square-far-box-feature-1e27/output-perturbation",
+        "squared loss on the box [1, 3]^3 (away from 0), n=150: 53 vs 52 copies of a record with features "
+        "~1e27 (its level is the features'; found by review to refuse), G_k=1000",
+        _far_box_feature_pair, solve_fit(_square_far_box_model, algorithm="output-perturbation",
+                                         epsilon=1.0, moment_k=4.0, G_k=1000.0),
+        full_runs=1000, quick_runs=30, same_tail=False))
     # huge features on a region with no exact path: the record is scaled to a public slope limit
     out.append(Scenario(
         "lad-box-feature-1e12/output-perturbation",

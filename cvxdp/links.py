@@ -269,8 +269,11 @@ class ShiftedSquareLink(_ScaledSmoothLink):
     as ``φ(<a, y> + b − T)`` plus the dropped constant ``c T²``: with ``T`` near the argument's
     smallest magnitude on ``U``, the values that remain are of the size of the example's
     variation on ``U``, not of ``label²``.  Evaluated as a product, so :meth:`value` errs by a
-    few ulps of itself; ``φ'(u) = 2c(u + T)``; ``φ*(π) = c (π/(2c) − T)²`` on all of ``R``, with
-    the cancellation in ``π/(2c) − T`` charged by :meth:`conjugate_rounding`.
+    few ulps of itself — or, where ``c·u`` underflows, by at most ``2⁻¹⁰⁷⁴ · 2|T|``, below the
+    ``10⁻³⁰⁰`` floor of every rounding margin once ``|T| ≤ 2³⁰`` (the record scaling's limit,
+    :func:`~cvxdp.extension.record_scaling.shift_limit`); ``φ'(u) = 2c(u + T)``;
+    ``φ*(π) = c (π/(2c) − T)²`` on all of ``R``, with the cancellation in ``π/(2c) − T`` charged by
+    :meth:`conjugate_rounding`.
     """
 
     def __init__(self, scale: float = 1.0, shift: np.ndarray | float = 0.0) -> None:

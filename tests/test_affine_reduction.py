@@ -264,6 +264,7 @@ def test_square_substitute_equals_loss_minus_level_exactly(kind: str) -> None:
     assert red.mask[:30].sum() >= 25 and np.all(sub.link.shift[~red.mask] == 0.0)
     c = Fraction(glm.link.scale)
     pts = np.concatenate([_points(region, rng, 20), 5.0 * rng.standard_normal((5, 2))])
+    assert not red.rounded.any()  # regions around the origin: every subtraction b − T is exact here
     for i in range(60):
         T, b1 = Fraction(float(sub.link.shift[i])), Fraction(float(sub.b[i]))
         for y in pts:
@@ -363,3 +364,27 @@ def test_square_label_outlier_releases(dom: str, algorithm: str) -> None:
         res = problem.solve({"x": X, "y": y2}, epsilon=1.0, moment_k=4.0, G_k=2.0, algorithm=algorithm,
                             random_state=1)
         assert np.all(np.isfinite(res.w))
+
+
+def test_square_rows_far_from_the_origin_are_shifted_with_their_label_rounded() -> None:
+    """On a region away from 0, a record with huge features has a level of its features, and b − T is
+    inexact: the row is still shifted, its label moved by at most half an ulp of b − T, and its bracket is
+    as tight as an ordinary row's (found by review: left unshifted, copies of this record refused)."""
+    from cvxdp.extension.record_scaling import scale_steep_records
+
+    d = 3
+    w = cp.Variable(d)
+    model = Model(losses.squared(w), [w <= 3, w >= 1])
+    region = Box(np.ones(d), 3.0 * np.ones(d))
+    X = np.array([[-8.07957246e26, 7.16292175e24, 1.61090376e23]] * 2 + [[0.3, -0.2, 0.1]])
+    y = np.array([-47445367139.7236, 0.0, 0.5])
+    ex = model.bind({"x": X, "y": y})
+    red = affine_reduction(ex, region, 3.77)
+    assert red.mask[:2].all() and red.rounded[0] and not red.rounded[2]
+    glm, sub = ex.glm(), red.apply(ex).glm()
+    moved = Fraction(float(sub.b[0])) - (Fraction(float(glm.b[0])) - Fraction(float(sub.link.shift[0])))
+    assert abs(moved) <= Fraction(np.finfo(float).eps) / 2 * abs(Fraction(float(sub.b[0])))
+    scaled = scale_steep_records(red.apply(ex), region, 3.77).examples
+    ev = LipschitzExtension(model, 3.77, region).evaluate(np.full(d, 2.0), scaled)
+    # as tight as the same steep row with an exact shift (label 0), the scale of any row at the slope limit
+    assert ev.gap[0] <= 2.0 * ev.gap[1] and ev.gap[0] <= 1e-8 and np.all(np.abs(ev.upper) <= 1e3)

@@ -32,7 +32,7 @@ A squared loss is not affine, but its level comes out just as exactly.  **Square
 ``c u²``, ``u = <a_i, y> + b_i``, on a region without the exact path (not a ball or lens): when
 ``u`` keeps one sign on ``U`` (``b_i + min_U <a_i, y> > 0``, rounded safely, or the mirror
 case), take the float ``T_i = fl(b_i + e_i)``, ``e_i`` the bound of ``<a_i, y>`` on the near side,
-and ``b'_i = b_i − T_i`` when that subtraction is exact (checked with an error-free sum); then for
+and ``b'_i = fl(b_i − T_i)``; when that subtraction is exact (checked with an error-free sum), for
 every ``y``
 
     c (<a_i, y> + b_i)² = c u' (u' + 2T_i) + c T_i²,        u' = <a_i, y> + b'_i,
@@ -43,6 +43,14 @@ argument's variation on ``U`` — the example's slope times ``U`` — where ``c 
 ``c b_i²`` of a ``10¹⁰`` label (``10²⁰``, far beyond what float64 brackets to ``α``).  Rows
 whose argument changes sign on ``U`` keep ``T_i = 0`` (the same function); every square-link
 batch on such a region is carried this way, so no row's representation hangs on another's.
+
+The subtraction is inexact only when ``|e_i| ≫ |b_i|`` — a region far from the origin against
+huge features, where the level is the features', not the label's.  Such a row (``rounded``) is
+still shifted, with its label moved by the rounding ``|fl(b_i − T_i) − (b_i − T_i)| ≤ ε/2 |b_i −
+T_i|`` — a public per-record map, as the record scaling is — which moves its loss on ``U`` by at
+most its slope times ``ε/2 · max_U |<a_i, y>| / ||a_i||``, ``10⁻¹⁶`` of the slope times ``U``'s
+reach; left unshifted it kept a level of ``c e_i²`` that float64 cannot bracket (found by review:
+copies of a record with features of ``10²⁷`` on ``[1, 3]³`` made the fit refuse).
 
 Privacy: each test and substitute reads example ``i``'s own coefficients and the public ``U`` and
 ``C`` only, so whether an example is substituted, and by what, moves with that example alone;
@@ -75,7 +83,9 @@ class AffineReduction:
 
     ``offsets`` is an ``object`` array of :class:`~fractions.Fraction` (``0`` where ``mask`` is
     false); ``pieces`` is the substituted ``(A, b)`` of a piecewise-linear loss, ``labels`` the
-    substituted ``b`` of a Huber loss's generalized-linear form (``None`` when not that kind).
+    substituted ``b`` of a Huber or square loss's generalized-linear form (``None`` when not that
+    kind), ``link`` a square loss's shifted link, and ``rounded`` the square-loss rows whose label
+    ``b − T`` was rounded (the only rows where the substitute is not exact; see the module docstring).
     """
 
     mask: np.ndarray
@@ -83,6 +93,7 @@ class AffineReduction:
     pieces: tuple[np.ndarray, np.ndarray] | None = None
     labels: np.ndarray | None = None
     link: Link | None = None
+    rounded: np.ndarray | None = None
 
     def apply(self, examples: Examples) -> Examples:
         """``examples`` with the substituted rows' structure replaced (the raw arrays are kept).
@@ -223,14 +234,15 @@ def _square_level(glm: GLMRepresentation, region: Domain) -> AffineReduction:
         T = np.where(lo > 0, b + lo0, np.where(hi < 0, b + hi0, 0.0))
         T = np.where(np.isfinite(T) & np.isfinite(2.0 * T), T, 0.0)
     b_new, exact = _exact_difference(b, T)
-    mask = (T != 0.0) & exact
+    mask = (T != 0.0) & np.isfinite(b_new)
     T = np.where(mask, T, 0.0)
     labels = np.where(mask, b_new, b)
     offsets = np.zeros(m, dtype=object)
     c = Fraction(link.scale)
     for i in np.nonzero(mask)[0]:  # exact rationals, kept for the record (no bound reads them)
         offsets[i] = c * Fraction(float(T[i])) ** 2
-    return AffineReduction(mask, offsets, labels=labels, link=ShiftedSquareLink(link.scale, T))
+    return AffineReduction(mask, offsets, labels=labels, link=ShiftedSquareLink(link.scale, T),
+                           rounded=mask & ~exact)
 
 
 __all__ = ["LEVEL_FACTOR", "AffineReduction", "affine_reduction", "argument_range"]

@@ -1022,7 +1022,7 @@ def _register() -> dict[str, Scenario]:
         "~1e27 (its level is the features'; found by review to refuse), G_k=1000",
         _far_box_feature_pair, solve_fit(_square_far_box_model, algorithm="output-perturbation",
                                          epsilon=1.0, moment_k=4.0, G_k=1000.0),
-        full_runs=1000, quick_runs=30, same_tail=False))
+        full_runs=2000, quick_runs=30, same_tail=False))
     # huge features on a region with no exact path: the record is scaled to a public slope limit
     out.append(Scenario(
         "lad-box-feature-1e12/output-perturbation",

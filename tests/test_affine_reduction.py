@@ -159,30 +159,33 @@ def test_per_example(record: float) -> None:
         assert np.array_equal(p1[0][others], p2[0][others]) and np.array_equal(p1[1][others], p2[1][others])
 
 
-@pytest.mark.parametrize("kind", ["box", "ball", "box-localized"])
-def test_extension_brackets_agree(kind: str) -> None:
-    """``f_{C,U}`` of the substitute plus κ brackets the same values as the original's (moderate
-    labels, where both are certified in float)."""
+def _brackets_agree(loss, labels: np.ndarray, kind: str) -> None:
+    """``f_{C,U}`` of the substitute plus κ brackets the original's values (labels moderate enough for
+    float64 to certify the original too), and the substitute's brackets are at least as tight."""
     rng = np.random.default_rng(4)
     d = 2
     w = cp.Variable(d)
-    model = Model(losses.absolute(w), [w <= 1, w >= -1])
+    model = Model(loss(w), [w <= 1, w >= -1])
     X = rng.standard_normal((30, d))
-    y = np.concatenate([rng.uniform(1e5, 5e5, 15) * rng.choice([-1, 1], 15), rng.standard_normal(15)])
+    y = np.concatenate([labels, rng.standard_normal(15)])
     ex = model.bind({"x": X, "y": y})
     region = _regions(d)[kind]
     ext = LipschitzExtension(model, 1.3, region)
     red = affine_reduction(ex, region, 1.3)
     assert red.mask[:15].all()
     sub = red.apply(ex)
+    kappa = np.array([float(k) for k in red.offsets])
     for wq in _points(region, rng, 20)[:5]:
         e1, e2 = ext.evaluate(wq, ex), ext.evaluate(wq, sub)
-        kappa = np.array([float(k) for k in red.offsets])
         assert np.all(e1.lower <= e2.upper + kappa + 1e-9 * (1 + np.abs(kappa)))
         assert np.all(e2.lower + kappa <= e1.upper + 1e-9 * (1 + np.abs(kappa)))
-        # the substitute's brackets are as tight as the original's (here, labels small enough for
-        # float64 to certify the original too)
         assert np.all(e2.upper - e2.lower <= e1.upper - e1.lower + 2 * e1.tolerance)
+
+
+@pytest.mark.parametrize("kind", ["box", "ball", "box-localized"])
+def test_extension_brackets_agree(kind: str) -> None:
+    rng = np.random.default_rng(40)
+    _brackets_agree(losses.absolute, rng.uniform(1e5, 5e5, 15) * rng.choice([-1, 1], 15), kind)
 
 
 def _model(loss: str, dom: str, d: int = 2) -> Model:
@@ -322,26 +325,9 @@ def test_square_balls_keep_the_exact_path() -> None:
 
 @pytest.mark.parametrize("kind", ["box", "box-localized"])
 def test_square_brackets_agree(kind: str) -> None:
-    """``f_{C,U}`` of the shifted substitute plus ``cT²`` brackets the original's values (moderate labels,
-    where float64 certifies both), and its brackets are at least as tight."""
+    """The shifted square substitute (κ = cT²), with labels of 3 to 20 that keep one sign on U."""
     rng = np.random.default_rng(14)
-    d = 2
-    w = cp.Variable(d)
-    model = Model(losses.squared(w), [w <= 1, w >= -1])
-    X = rng.standard_normal((30, d))
-    y = np.concatenate([rng.uniform(3, 20, 15) * rng.choice([-1, 1], 15), rng.standard_normal(15)])
-    ex = model.bind({"x": X, "y": y})
-    region = _regions(d)[kind]
-    ext = LipschitzExtension(model, 1.3, region)
-    red = affine_reduction(ex, region, 1.3)
-    assert red.mask[:15].all()
-    sub = red.apply(ex)
-    kappa = np.array([float(k) for k in red.offsets])
-    for wq in _points(region, rng, 20)[:5]:
-        e1, e2 = ext.evaluate(wq, ex), ext.evaluate(wq, sub)
-        assert np.all(e1.lower <= e2.upper + kappa + 1e-9 * (1 + np.abs(kappa)))
-        assert np.all(e2.lower + kappa <= e1.upper + 1e-9 * (1 + np.abs(kappa)))
-        assert np.all(e2.upper - e2.lower <= e1.upper - e1.lower + 2 * e1.tolerance)
+    _brackets_agree(losses.squared, rng.uniform(3, 20, 15) * rng.choice([-1, 1], 15), kind)
 
 
 @pytest.mark.parametrize("dom,algorithm", [

@@ -358,6 +358,27 @@ def evaluate_on_balls(w: np.ndarray, a: np.ndarray, b: np.ndarray, link: Link, C
         pick = np.argmax(pvals, axis=0)
         pi_live = np.stack(pcands)[pick, np.arange(idx.size)]
         pi[idx] = pi_live
+        # y* inside U with a slope clipped to C: at the optimum g = π a, so σ_U(g − π a) sits at its kink
+        # 0 and the golden searches converge only linearly there; the pair (π a, π) with π the
+        # subgradient at u* nearest <g, a>/||a||² is then exact (kept where its bound is better)
+        a_live = a[idx]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            p_c = np.clip(np.clip(np.einsum("md,md->m", g_live, a_live) / (S.alpha * S.alpha), sl, sr),
+                          p_lo, p_hi)
+        g_c = clip_to_ball(p_c[:, None] * a_live, C)
+
+        def full_bound(gg: np.ndarray, pp: np.ndarray) -> np.ndarray:
+            with np.errstate(invalid="ignore", over="ignore"):
+                val = (np.einsum("md,md->m", gg, w[idx]) + pp * b[idx] - lk.conjugate(pp)
+                       - region.support(gg - pp[:, None] * a_live))
+            return np.where(np.isfinite(val), val, -np.inf)
+
+        take = full_bound(g_c, p_c) > full_bound(g_live, pi_live)
+        if np.any(take):
+            g[idx[take]] = g_c[take]
+            pi[idx[take]] = p_c[take]
+            g_live = np.where(take[:, None], g_c, g_live)
+            pi_live = np.where(take, p_c, pi_live)
         # y* at (or next to) w on U's boundary with a slope steeper than C: the direction w − y* is
         # rounding noise; the normal-cone slope is the tight one (kept where its bound is better)
         near = np.nonzero(nd <= 1e-6 * scale_w)[0]

@@ -322,31 +322,9 @@ def test_an_inner_point_at_a_kink_inside_U_is_tight_in_few_iterations(loss_name,
     y = rng.choice([-1.0, 1.0], 40) if loss_name == "hinge" else 0.2 * rng.standard_normal(40)
     ex = model.bind({"x": X, "y": y})
     for iterations in (30, 80):
-        settings = ExtensionSettings(iterations=iterations, piecewise_iterations=30)
-        ext = LipschitzExtension(model, C, U, settings)
+        ext = LipschitzExtension(model, C, U, ExtensionSettings(iterations=iterations))
         w = 0.2 * rng.standard_normal(d)
         ev = ext.evaluate(w, ex)
         assert np.all(ev.method == "closed-form") and np.max(ev.gap) <= 1e-11
         ref = reference_extension(model, U, C, np.broadcast_to(w, (40, d)), {"x": X, "y": y})
         assert np.all(ev.lower <= ref + 1e-7) and np.all(ref <= ev.upper + 1e-7)
-
-
-def test_the_closed_form_of_a_row_does_not_depend_on_the_other_rows():
-    """The oracle redoes rows that miss the tolerance on their own: that is per example only if a row's
-    closed-form bracket is the same bits in any batch (every operation is row by row)."""
-    from cvxdp.extension.reduced import evaluate_on_balls
-
-    rng = np.random.default_rng(13)
-    d = 5
-    w_var = cp.Variable(d)
-    model = cvxdp.Model(cvxdp.losses.absolute(w_var), [cp.norm(w_var, 2) <= 1.0])
-    X = rng.standard_t(2.0, (60, d)) * 10.0 ** rng.integers(-3, 8, (60, 1))
-    ex = model.bind({"x": X, "y": rng.standard_t(2.0, 60)})
-    a, b, link = ex.glm()
-    W = 0.7 * rng.standard_normal((60, d)) / np.sqrt(d)
-    for region in (model.domain, localize(model.domain, np.full(d, 0.2), 0.8)):
-        full = evaluate_on_balls(W, a, b, link, 0.8, region, 40)
-        rows = np.array([3, 17, 41, 59])
-        part = evaluate_on_balls(W[rows], a[rows], b[rows], link.subset(rows), 0.8, region, 40)
-        for name in ("upper", "lower", "g", "beta", "y", "pi"):
-            assert np.array_equal(getattr(full, name)[rows], getattr(part, name)), name

@@ -73,10 +73,6 @@ class ExtensionSettings:
         Use the vectorized closed-form path where it applies.
     iterations:
         Golden-section iterations of the closed-form path.
-    piecewise_iterations:
-        Its first try for piecewise-linear links, whose bracket no longer improves after about 40
-        (the kinks are candidates, and an inner point inside ``U`` takes the exact pair ``(π a, π)``);
-        a row still above the tolerance is redone with ``iterations`` before the exact path.
     chunk:
         Examples per block-diagonal conic program.
     """
@@ -85,7 +81,6 @@ class ExtensionSettings:
     conic: ConicSettings = field(default_factory=ConicSettings)
     closed_form: bool = True
     iterations: int = 80
-    piecewise_iterations: int = 40
     chunk: int = 1000
 
 
@@ -242,13 +237,7 @@ class LipschitzExtension:
             # conic path.  It runs on all rows at their own positions (so no example's bits depend
             # on which others are GLM) and keeps the GLM rows only; the rest hold stand-ins.
             a, b, link = glm
-            iters = self.settings.iterations
-            first = min(iters, self.settings.piecewise_iterations) if link.piecewise_linear else iters
-            r = evaluate_on_balls(W, a, b, link, C, self.region, first)
-            redo = np.nonzero(glm.is_glm & ~(r.upper - r.lower <= tol))[0] if first < iters else []
-            if len(redo):  # each row's search is its own: a redo on the subset gives that row's bits
-                again = evaluate_on_balls(W[redo], a[redo], b[redo], link.subset(redo), C, self.region, iters)
-                _store(r, again, redo)
+            r = evaluate_on_balls(W, a, b, link, C, self.region, self.settings.iterations)
             _store(res, r, todo, glm.is_glm)
             method[glm.is_glm] = "closed-form"
             todo = todo[~(glm.is_glm & (res.upper - res.lower <= tol))]

@@ -63,6 +63,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import cached_property
 
 import numpy as np
 
@@ -81,19 +82,32 @@ LEVEL_FACTOR = 2.0**12
 class AffineReduction:
     """Which examples are substituted (``mask``), the constants ``κ_i`` dropped, and the substitute data.
 
-    ``offsets`` is an ``object`` array of :class:`~fractions.Fraction` (``0`` where ``mask`` is
-    false); ``pieces`` is the substituted ``(A, b)`` of a piecewise-linear loss, ``labels`` the
-    substituted ``b`` of a Huber or square loss's generalized-linear form (``None`` when not that
-    kind), ``link`` a square loss's shifted link, and ``rounded`` the square-loss rows whose label
-    ``b − T`` was rounded (the only rows where the substitute is not exact; see the module docstring).
+    :attr:`offsets` is an ``object`` array of :class:`~fractions.Fraction` (``0`` where ``mask`` is
+    false; a square loss's ``c T_i²`` are made from its shifted link when first read — no bound
+    reads them, so a fit never pays for them); ``pieces`` is the substituted ``(A, b)`` of a
+    piecewise-linear loss, ``labels`` the substituted ``b`` of a Huber or square loss's
+    generalized-linear form (``None`` when not that kind), ``link`` a square loss's shifted link, and
+    ``rounded`` the square-loss rows whose label ``b − T`` was rounded (the only rows where the
+    substitute is not exact; see the module docstring).
     """
 
     mask: np.ndarray
-    offsets: np.ndarray
+    given_offsets: np.ndarray | None
     pieces: tuple[np.ndarray, np.ndarray] | None = None
     labels: np.ndarray | None = None
     link: Link | None = None
     rounded: np.ndarray | None = None
+
+    @cached_property
+    def offsets(self) -> np.ndarray:
+        """The constants ``κ_i`` dropped per example (exact rationals)."""
+        if self.given_offsets is not None:
+            return self.given_offsets
+        out = np.zeros(self.mask.shape[0], dtype=object)
+        c, shift = Fraction(self.link.scale), np.broadcast_to(self.link.shift, self.mask.shape)
+        for i in np.nonzero(self.mask)[0]:
+            out[i] = c * Fraction(float(shift[i])) ** 2
+        return out
 
     def apply(self, examples: Examples) -> Examples:
         """``examples`` with the substituted rows' structure replaced (the raw arrays are kept).
@@ -237,11 +251,7 @@ def _square_level(glm: GLMRepresentation, region: Domain) -> AffineReduction:
     mask = (T != 0.0) & np.isfinite(b_new)
     T = np.where(mask, T, 0.0)
     labels = np.where(mask, b_new, b)
-    offsets = np.zeros(m, dtype=object)
-    c = Fraction(link.scale)
-    for i in np.nonzero(mask)[0]:  # exact rationals, kept for the record (no bound reads them)
-        offsets[i] = c * Fraction(float(T[i])) ** 2
-    return AffineReduction(mask, offsets, labels=labels, link=ShiftedSquareLink(link.scale, T),
+    return AffineReduction(mask, None, labels=labels, link=ShiftedSquareLink(link.scale, T),
                            rounded=mask & ~exact)
 
 

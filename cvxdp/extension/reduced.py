@@ -253,6 +253,16 @@ def normal_cone_slopes(w: np.ndarray, base: np.ndarray, region: Ball | Lens) -> 
     return best
 
 
+def _float_bound(g: np.ndarray, pi: np.ndarray, w: np.ndarray, a: np.ndarray, b: np.ndarray, link: Link,
+                 region: Ball | Lens) -> np.ndarray:
+    """``<g, w> + π b − φ*(π) − σ_U(g − π a)`` in float64 (−∞ where not finite): to compare candidate
+    dual pairs only; the chosen pair's bound is certified, rounding charged, at the end."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        val = (np.einsum("md,md->m", g, w) + pi * b - link.conjugate(pi)
+               - region.support(g - pi[:, None] * a))
+    return np.where(np.isfinite(val), val, -np.inf)
+
+
 def _golden_min(fun, lo: np.ndarray, hi: np.ndarray, iters: int) -> np.ndarray:
     a, b = lo.copy(), hi.copy()
     x1 = b - _GOLDEN * (b - a)
@@ -366,14 +376,8 @@ def evaluate_on_balls(w: np.ndarray, a: np.ndarray, b: np.ndarray, link: Link, C
             p_c = np.clip(np.clip(np.einsum("md,md->m", g_live, a_live) / (S.alpha * S.alpha), sl, sr),
                           p_lo, p_hi)
         g_c = clip_to_ball(p_c[:, None] * a_live, C)
-
-        def full_bound(gg: np.ndarray, pp: np.ndarray) -> np.ndarray:
-            with np.errstate(invalid="ignore", over="ignore"):
-                val = (np.einsum("md,md->m", gg, w[idx]) + pp * b[idx] - lk.conjugate(pp)
-                       - region.support(gg - pp[:, None] * a_live))
-            return np.where(np.isfinite(val), val, -np.inf)
-
-        take = full_bound(g_c, p_c) > full_bound(g_live, pi_live)
+        rows_live = (w[idx], a_live, b[idx], lk, region)
+        take = _float_bound(g_c, p_c, *rows_live) > _float_bound(g_live, pi_live, *rows_live)
         if np.any(take):
             g[idx[take]] = g_c[take]
             pi[idx[take]] = p_c[take]
@@ -385,15 +389,9 @@ def evaluate_on_balls(w: np.ndarray, a: np.ndarray, b: np.ndarray, link: Link, C
         if near.size:
             rows = idx[near]
             g_alt = clip_to_ball(normal_cone_slopes(w[rows], pi_deg[near, None] * a[rows], region), C)
-            lk_n = lk.subset(near)
-
-            def bound(gg: np.ndarray, pp: np.ndarray) -> np.ndarray:
-                with np.errstate(invalid="ignore", over="ignore"):
-                    val = (np.einsum("md,md->m", gg, w[rows]) + pp * b[rows] - lk_n.conjugate(pp)
-                           - region.support(gg - pp[:, None] * a[rows]))
-                return np.where(np.isfinite(val), val, -np.inf)
-
-            better = bound(g_alt, pi_deg[near]) > bound(g_live[near], pi_live[near])
+            rows_near = (w[rows], a[rows], b[rows], lk.subset(near), region)
+            better = (_float_bound(g_alt, pi_deg[near], *rows_near)
+                      > _float_bound(g_live[near], pi_live[near], *rows_near))
             g[rows[better]] = g_alt[better]
             pi[rows[better]] = pi_deg[near][better]
     # -- certified evaluation in the full space ------------------------------

@@ -328,3 +328,29 @@ def test_an_inner_point_at_a_kink_inside_U_is_tight_in_few_iterations(loss_name,
         assert np.all(ev.method == "closed-form") and np.max(ev.gap) <= 1e-11
         ref = reference_extension(model, U, C, np.broadcast_to(w, (40, d)), {"x": X, "y": y})
         assert np.all(ev.lower <= ref + 1e-7) and np.all(ref <= ev.upper + 1e-7)
+
+
+@pytest.mark.parametrize("lens", [False, True])
+def test_a_rows_closed_form_is_the_same_bits_in_any_batch(lens):
+    """Per example means per example: the closed form of one row, run alone or among others, gives the
+    same bits — on a ball off the origin too, where a BLAS product ``v @ center`` did not (its kernel, and
+    so its rounding, depends on the batch; found by review).  The oracle runs subsets whose membership
+    other rows decide (rows near ``w``, the exact path), so this is what keeps a row's bracket its own."""
+    from cvxdp.extension.reduced import evaluate_on_balls
+
+    rng = np.random.default_rng(14)
+    d = 9
+    w_var = cp.Variable(d)
+    model = cvxdp.Model(cvxdp.losses.absolute(w_var), [cp.norm(w_var, 2) <= 1.0])
+    U = localize(model.domain, np.full(d, 0.2 / np.sqrt(d)), 0.7 if not lens else 0.95)
+    assert isinstance(U, cvxdp.geometry.Lens) == lens
+    m = 2000  # with `v @ center` the ball case differed in 5 outputs over these subsets
+    X = rng.standard_t(2.0, (m, d)) * 10.0 ** rng.uniform(-3, 3, (m, 1))
+    ex = model.bind({"x": X, "y": rng.standard_t(2.0, m)})
+    a, b, link = ex.glm()
+    W = 0.5 * rng.standard_normal((m, d)) / np.sqrt(d)
+    full = evaluate_on_balls(W, a, b, link, 0.05, U, 40)
+    for rows in (np.arange(0, m, 7), np.arange(1, m, 3), np.array([3, 17, 226, 399])):
+        part = evaluate_on_balls(W[rows], a[rows], b[rows], link.subset(rows), 0.05, U, 40)
+        for name in ("upper", "lower", "g", "beta", "y", "pi"):
+            assert np.array_equal(getattr(full, name)[rows], getattr(part, name)), name

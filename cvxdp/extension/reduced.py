@@ -166,7 +166,7 @@ class _Slices:
         self.k = k
         self.c1, self.r1, self.r2 = c1, r1, r2
         self.alpha = np.linalg.norm(a, axis=1)
-        self.btil = b + a @ c1
+        self.btil = b + np.einsum("md,d->m", a, c1)  # row-local (BLAS bits depend on the batch)
         red = lambda v: np.einsum("mkd,md->mk", self.Q, v)  # noqa: E731
         self.w_red = red(w - c1)
         self.c2_red = None if c2 is None else red(np.broadcast_to(c2 - c1, (m, d)))

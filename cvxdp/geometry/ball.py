@@ -57,7 +57,8 @@ class Ball(Domain):
 
     def support(self, directions: np.ndarray) -> np.ndarray:
         v = as_points(directions, self.dim)
-        return v @ self.center + self.radius * np.linalg.norm(v, axis=-1)
+        # einsum, not BLAS: a row's bits must not depend on the batch it is evaluated in
+        return np.einsum("...d,d->...", v, self.center) + self.radius * np.linalg.norm(v, axis=-1)
 
     @property
     def diameter(self) -> float:

@@ -88,7 +88,7 @@ class Lens(Domain):
         return self.first.certainly_contains(points) & self.second.certainly_contains(points)
 
     def _perp(self, x: np.ndarray) -> np.ndarray:
-        return x - (x @ self._e)[..., None] * self._e
+        return x - np.einsum("...d,d->...", x, self._e)[..., None] * self._e  # row-local, as below
 
     def _sphere_point(self, y: np.ndarray) -> np.ndarray:
         yp = self._perp(y - self._h)
@@ -117,7 +117,7 @@ class Lens(Domain):
         x2 = self.second.center + self.second.radius * unit
         s1 = self.first.support(v)
         s2 = self.second.support(v)
-        s_sphere = v @ self._h + self._rho * np.linalg.norm(self._perp(v), axis=-1)
+        s_sphere = np.einsum("...d,d->...", v, self._h) + self._rho * np.linalg.norm(self._perp(v), axis=-1)
         ok1 = self.second.contains(x1)
         ok2 = self.first.contains(x2)
         val = np.where(ok1, s1, np.where(ok2, s2, s_sphere))

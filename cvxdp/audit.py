@@ -63,6 +63,7 @@ from scipy import stats
 from cvxdp._validation import positive_finite, positive_int, probability
 from cvxdp.erm.problem import RegularizedERM
 from cvxdp.erm.solver import ERMSettings, solve_certified
+from cvxdp.erm.translation import TranslatedERM, regularized_erm
 from cvxdp.error import CertificationError
 from cvxdp.model import Model
 from cvxdp.plan.inputs import PublicInputs
@@ -347,7 +348,8 @@ def output_perturbation_mechanism(model: Model, *, epsilon: float, moment_k: flo
                 broken = plan.sensitivity * noise_factor
                 plan = replace(plan, sensitivity=broken, noise_scale=max(
                     plan.noise_scale * noise_factor, float(laplace_scale(broken, plan.epsilon))))
-            problem = RegularizedERM(model, ex, W, plan.C, plan.lam, W.make_feasible(W.interior_point()))
+            problem = regularized_erm(model, ex, W, plan.C, plan.lam, W.make_feasible(W.interior_point()),
+                                      alpha=plan.alpha)
             cache[key] = (problem, plan, solve_certified(problem, plan.alpha, erm))
         return cache[key]
 
@@ -426,7 +428,8 @@ class ERMCache:
 
     @staticmethod
     def key(problem: RegularizedERM, alpha: float, settings: ERMSettings | None) -> tuple | None:
-        if not isinstance(problem, RegularizedERM):  # a partitioned problem holds no data here
+        inner = problem.inner if isinstance(problem, TranslatedERM) else problem
+        if not isinstance(inner, RegularizedERM):  # a partitioned problem holds no data here
             return None
         if problem.region is not problem.model.domain or problem.w_domain is not None:
             return None
@@ -436,7 +439,8 @@ class ERMCache:
             digest.update(f"{param.name()}|{a.dtype.str}|{a.shape}|".encode())
             digest.update(a.tobytes())
         w0 = np.ascontiguousarray(problem.w0, dtype=float)
-        return (digest.hexdigest(), problem.m, float(problem.C), float(problem.lam), w0.tobytes(),
+        return (type(problem).__name__, digest.hexdigest(), problem.m, float(problem.C), float(problem.lam),
+                w0.tobytes(),
                 float(alpha), repr(settings))
 
     def __enter__(self) -> ERMCache:
@@ -836,6 +840,25 @@ def _far_box_feature_pair() -> tuple[dict, dict]:
     return sides[0], sides[1]
 
 
+def _square_remote_box_model() -> Model:
+    from cvxdp import losses
+
+    w = cp.Variable(3)
+    return Model(losses.squared(w), [w <= 1e6 + 1.0, w >= 1e6])
+
+
+def _remote_box_label_pair() -> tuple[dict, dict]:
+    """Ordinary rows on ``[10⁶, 10⁶ + 1]³`` (a box whose reach is 10⁶ times its diameter); ``data_0``'s
+    last row is ``x = (1, 1, 1), y = 10⁷`` (found by review to make every algorithm refuse before the
+    solver translated such regions to the origin)."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((150, 3))
+    y = X @ np.full(3, 1e6 + 0.5) + 0.3 * rng.standard_normal(150)
+    X0, y0 = X.copy(), y.copy()
+    X0[-1], y0[-1] = 1.0, 1e7
+    return {"x": X0, "y": y0}, {"x": X, "y": y}
+
+
 def _box_feature_pair() -> tuple[dict, dict]:
     """LAD data in ``d = 2`` (Student-t features, linear labels); the last example's features are
     ``10¹²·(1, −1)`` in ``data_0``."""
@@ -1023,6 +1046,16 @@ def _register() -> dict[str, Scenario]:
         _far_box_feature_pair, solve_fit(_square_far_box_model, algorithm="output-perturbation",
                                          epsilon=1.0, moment_k=4.0, G_k=1000.0),
         full_runs=2000, quick_runs=30, same_tail=False))
+    # a region far from the origin: solved in coordinates centred on it (cvxdp.erm.translation)
+    for algorithm, full, quick in (("output-perturbation", 2000, 30), ("recursive", 200, 0),
+                                   ("population", 200, 0)):
+        out.append(Scenario(
+            f"square-remote-box-label-1e7/{algorithm}",
+            "squared loss on the box [1e6, 1e6+1]^3 (reach 1e6 times its diameter), n=150: one row "
+            f"x=(1,1,1), y=1e7 vs none, G_k=1000, {algorithm} (refused before the solver translated)",
+            _remote_box_label_pair, solve_fit(_square_remote_box_model, algorithm=algorithm, epsilon=1.0,
+                                              moment_k=4.0, G_k=1000.0),
+            full_runs=full, quick_runs=quick, same_tail=False))
     # huge features on a region with no exact path: the record is scaled to a public slope limit
     out.append(Scenario(
         "lad-box-feature-1e12/output-perturbation",

@@ -19,6 +19,7 @@ import numpy as np
 
 from cvxdp._validation import positive_finite, privacy_epsilon
 from cvxdp.erm import ERMSettings, RegularizedERM, solve_certified
+from cvxdp.erm.translation import TranslatedERM, regularized_erm
 from cvxdp.geometry import Ball
 from cvxdp.model import Model
 from cvxdp.plan.profiles import RoundPlan, certifiable_accuracy, output_sensitivity
@@ -88,7 +89,7 @@ def clipped_plan(model: Model, n: int, *, epsilon: float, C: float, lam: float,
                      epsilon=epsilon, lam=lam, m=n, dim=model.dim, radius=W.diameter)
 
 
-def clipped_problem(model: Model, examples, *, C: float, lam: float) -> RegularizedERM:
+def clipped_problem(model: Model, examples, *, C: float, lam: float) -> RegularizedERM | TranslatedERM:
     """The C-extended regularized ERM over ``W``, the extension taken on a ball 100 times ``W``'s.
 
     On that ball the extension is that of ``R^d`` where it matters; ``w₀`` is ``W``'s interior point.
@@ -97,8 +98,8 @@ def clipped_problem(model: Model, examples, *, C: float, lam: float) -> Regulari
     c, r = W.bounding_ball()
     U = Ball(c, 100.0 * (r + float(np.linalg.norm(c))) + 1.0)
     w0 = W.make_feasible(W.interior_point())
-    return RegularizedERM(model, examples, U, positive_finite("C", C), positive_finite("lam", lam), w0,
-                          w_domain=W)
+    return regularized_erm(model, examples, U, positive_finite("C", C), positive_finite("lam", lam), w0,
+                           w_domain=W)
 
 
 def clipped_minimizer(model: Model, examples, *, C: float, lam: float, accuracy_share: float = 0.05,

@@ -56,6 +56,7 @@ from cvxdp.erm.bundle import bundle_method
 from cvxdp.erm.cutting_plane import ellipsoid_method
 from cvxdp.erm.joint import solve_joint
 from cvxdp.erm.problem import ERMCertificate, RegularizedERM, bundle_lower_bound, evaluate_upper
+from cvxdp.erm.translation import TranslatedERM
 from cvxdp.error import CertificationError, ParameterError, SolverError
 
 logger = logging.getLogger(__name__)
@@ -150,6 +151,22 @@ def _failure(alpha: float, settings: ERMSettings) -> CertificationError:
     )
 
 
+def _solve_translated(problem: TranslatedERM, alpha: float, settings: ERMSettings
+                      ) -> tuple[np.ndarray, ERMCertificate]:
+    inner_alpha = problem.inner_accuracy(alpha)
+    if inner_alpha is None:
+        # α is below float64's resolution at the origin (public inputs only): solve as given
+        if isinstance(problem.inner, RegularizedERM):
+            plain = RegularizedERM(problem.model, problem.examples, problem.region, problem.C, problem.lam,
+                                   problem.w0, w_domain=problem.w_domain)
+            return solve_certified(plain, alpha, settings)
+        raise CertificationError(f"α = {alpha:.3e} is below float64's resolution at this region's distance "
+                                 "from the origin; nothing was released. Choose a larger α or a domain "
+                                 "centred nearer the origin.")
+    v, cert = solve_certified(problem.inner, inner_alpha, settings)
+    return problem.to_outer(v), problem.outer_certificate(cert, alpha)
+
+
 def solve_certified(problem: RegularizedERM, alpha: float, settings: ERMSettings | None = None
                     ) -> tuple[np.ndarray, ERMCertificate]:
     """A point of ``U`` certified to be an ``α``-minimizer of the regularized extension ERM.
@@ -157,9 +174,15 @@ def solve_certified(problem: RegularizedERM, alpha: float, settings: ERMSettings
     Every gate fails closed: a gap is :func:`certified_gap` (NaN, negative or at a non-finite point:
     ``+∞``), the best point is the one with the smallest such gap, and the point is released only if
     ``gap ≤ α`` holds — written ``not (gap <= α)`` for the refusal, so NaN can never pass.
+
+    A :class:`~cvxdp.erm.translation.TranslatedERM` (a set far from the origin) is solved in its
+    translated coordinates to the smaller accuracy that leaves room for the return's rounding
+    (:func:`~cvxdp.erm.translation.translated_accuracy`), and its point is returned in the caller's.
     """
     settings = settings or ERMSettings()
     alpha = positive_finite("alpha", alpha)
+    if isinstance(problem, TranslatedERM):
+        return _solve_translated(problem, alpha, settings)
     t0 = time.perf_counter()
     tol = settings.oracle_tolerance * alpha
     steps: list[str] = []

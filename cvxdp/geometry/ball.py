@@ -70,6 +70,9 @@ class Ball(Domain):
     def interior_point(self) -> np.ndarray:
         return self.center.copy()
 
+    def translate(self, shift: np.ndarray) -> Ball:
+        return Ball(self.center - shift, self.radius)
+
     def cone_rows(self) -> ConeRows:
         d = self.dim
         A = np.vstack([np.zeros((1, d)), -np.eye(d)])

@@ -52,6 +52,9 @@ class Box(Domain):
     def interior_point(self) -> np.ndarray:
         return (self.lower + self.upper) / 2.0
 
+    def translate(self, shift: np.ndarray) -> Box:
+        return Box(self.lower - shift, self.upper - shift)
+
     def cone_rows(self) -> ConeRows:
         d = self.dim
         A = np.vstack([np.eye(d), -np.eye(d)])

@@ -84,6 +84,16 @@ class Domain(abc.ABC):
     def constraints(self, w: cp.Variable) -> list[cp.Constraint]:
         """The set as CVXPY constraints on ``w``."""
 
+    def translate(self, shift: np.ndarray) -> Domain | None:
+        """The set ``{y − shift : y ∈ W}`` as a domain of the same kind, or ``None`` if it has no such form.
+
+        Used by the certified ERM solver to work in coordinates centred near the set (see
+        :mod:`cvxdp.erm.translation`).  The translated set's data are rounded floats (exact where the
+        shift and the set's coordinates are close, by Sterbenz's lemma); any public set will do for
+        the privacy argument, so the rounding is not charged.
+        """
+        return None
+
     # -- shared helpers -----------------------------------------------------
     def feasibility_tolerance(self) -> float:
         """Tolerance used by :meth:`contains` for sets with equality constraints (else 0)."""

@@ -110,6 +110,9 @@ class Ellipsoid(Domain):
     def interior_point(self) -> np.ndarray:
         return self.center.copy()
 
+    def translate(self, shift: np.ndarray) -> Ellipsoid:
+        return Ellipsoid(self.center - shift, self.Q)
+
     def cone_rows(self) -> ConeRows:
         d = self.dim
         Lt = np.sqrt(self._q)[:, None] * self._V.T  # ||Lt (y - c)|| <= 1

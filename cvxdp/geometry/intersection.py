@@ -70,6 +70,10 @@ class Intersection(ConicDomain):
     def diameter(self) -> float:
         return self._diameter
 
+    def translate(self, shift: np.ndarray) -> Intersection | None:
+        parts = [p.translate(shift) for p in self.parts]
+        return None if any(p is None for p in parts) else Intersection(parts)
+
     def cone_rows(self) -> ConeRows:
         return ConeRows.stack([p.cone_rows() for p in self.parts])
 

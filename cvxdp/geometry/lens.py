@@ -150,6 +150,9 @@ class Lens(Domain):
             p[bad] = c
         return p
 
+    def translate(self, shift: np.ndarray) -> Lens:
+        return Lens(self.first.translate(shift), self.second.translate(shift))
+
     def cone_rows(self) -> ConeRows:
         return ConeRows.stack([self.first.cone_rows(), self.second.cone_rows()])
 

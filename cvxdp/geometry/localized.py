@@ -125,6 +125,10 @@ class LocalizedDomain(Domain):
         t = 1.0 if gap == 0 else min(1.0, 0.5 * self.radius / gap)
         return self.center + t * (inner - self.center)
 
+    def translate(self, shift: np.ndarray) -> LocalizedDomain | None:
+        base = self.base.translate(shift)
+        return None if base is None else LocalizedDomain(base, self.center - shift, self.radius, self.xi)
+
     def cone_rows(self) -> ConeRows:
         return ConeRows.stack([self.base.cone_rows(), self.ball.cone_rows()])
 

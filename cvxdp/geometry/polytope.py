@@ -101,6 +101,11 @@ class Polytope(ConicDomain):
         lo, hi = self._box
         return float(np.linalg.norm(hi - lo))
 
+    def translate(self, shift: np.ndarray) -> Polytope:
+        s = np.asarray(shift, float)
+        return Polytope(self.A, self.b - np.einsum("kd,d->k", self.A, s), self.A_eq,
+                        self.b_eq - np.einsum("kd,d->k", self.A_eq, s))
+
     def cone_rows(self) -> ConeRows:
         cones = []
         if self.A_eq.shape[0]:

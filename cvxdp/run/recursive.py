@@ -17,9 +17,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from cvxdp.erm.partitioned import PartitionedERM
-from cvxdp.erm.problem import RegularizedERM
 from cvxdp.erm.solver import ERMSettings
+from cvxdp.erm.translation import regularized_erm
 from cvxdp.geometry import localize
 from cvxdp.loss import Examples
 from cvxdp.model import Model
@@ -53,11 +52,9 @@ def recursive_localization(model: Model, examples: Examples, batch: BatchPlan, *
     steps: list[LocalizationStep] = []
     center = W.make_feasible(np.asarray(w0, float))
     for j, (plan, charge) in enumerate(zip(batch.rounds, charges, strict=True)):
-        if passes is None:
-            problem = RegularizedERM(model, examples, region, plan.C, batch.lam, w0)
-        else:
-            problem = PartitionedERM(model, examples, region, plan.C, batch.lam, w0, executor=passes,
-                                     partitions=passes.partitions)
+        # in coordinates centred near U when U is far from the origin (cvxdp.erm.translation)
+        problem = regularized_erm(model, examples, region, plan.C, batch.lam, w0, executor=passes,
+                                  partitions=None if passes is None else passes.partitions, alpha=plan.alpha)
         center, cert = release_round(problem, plan, charge=charge, source=source, erm=erm)
         steps.append(LocalizationStep(phase=batch.phase, group=batch.group, round=plan.round, m=plan.m,
                                       radius=plan.radius, lam=batch.lam, epsilon=plan.epsilon,

@@ -859,6 +859,19 @@ def _remote_box_label_pair() -> tuple[dict, dict]:
     return {"x": X0, "y": y0}, {"x": X, "y": y}
 
 
+def _all_steep_pair() -> tuple[dict, dict]:
+    """LAD data on ``[-1, 1]⁶`` whose every row has features of ``10¹²`` (mis-scaled data: every row is
+    scaled to the slope limit); ``data_1``'s last row is an ordinary one.  With the limit at
+    ``2¹³ max(C, 1)`` such data certified with 42% of ``α`` at this size and missed it from n ≈ 10⁴."""
+    rng = np.random.default_rng(0)
+    n, d = 3000, 6
+    X = 1e12 * rng.standard_normal((n, d))
+    y = X @ rng.uniform(-0.5, 0.5, d) + 1e12 * rng.standard_normal(n)
+    X1, y1 = X.copy(), y.copy()
+    X1[-1], y1[-1] = rng.standard_normal(d), 0.5
+    return {"x": X, "y": y}, {"x": X1, "y": y1}
+
+
 def _box_feature_pair() -> tuple[dict, dict]:
     """LAD data in ``d = 2`` (Student-t features, linear labels); the last example's features are
     ``10¹²·(1, −1)`` in ``data_0``."""
@@ -1056,6 +1069,14 @@ def _register() -> dict[str, Scenario]:
             _remote_box_label_pair, solve_fit(_square_remote_box_model, algorithm=algorithm, epsilon=1.0,
                                               moment_k=4.0, G_k=1000.0),
             full_runs=full, quick_runs=quick, same_tail=False))
+    # every row at the slope limit: the scaled rows' float margins add up (SECURITY.md)
+    out.append(Scenario(
+        "lad-box-all-steep-3000/output-perturbation",
+        "LAD on [-1,1]^6, n=3000, every row's features ~1e12 (all scaled to the slope limit) vs the last "
+        "row ordinary, G_k=3",
+        _all_steep_pair, solve_fit(lambda: _lad_box_model(6), algorithm="output-perturbation", epsilon=1.0,
+                                   moment_k=4.0, G_k=3.0),
+        full_runs=200, quick_runs=0, same_tail=False))
     # huge features on a region with no exact path: the record is scaled to a public slope limit
     out.append(Scenario(
         "lad-box-feature-1e12/output-perturbation",

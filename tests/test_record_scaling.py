@@ -77,7 +77,7 @@ def test_per_record() -> None:
 
 
 def test_a_steep_records_extension_keeps_its_shape() -> None:
-    """A record of slope 10⁶ C and its scaled copy (slope S = 2¹³ C): the differences of their
+    """A record of slope 10⁶ C and its scaled copy (slope S = 2⁸ C): the differences of their
     extensions between query points agree to about C² diam U / S (both certified in float)."""
     rng = np.random.default_rng(2)
     model = _lad()
@@ -97,7 +97,7 @@ def test_a_steep_records_extension_keeps_its_shape() -> None:
     d1, d2 = v1 - v1[0], v2 - v2[0]
     bound = 8.0 * C * C * region.diameter / slope_limit(C)
     assert np.max(np.abs(d1 - d2)) <= bound
-    assert np.max(np.abs(d1)) > 100 * bound  # the differences themselves are not small (power)
+    assert np.max(np.abs(d1)) > 10 * bound  # the differences themselves are not small (power)
 
 
 @pytest.mark.parametrize("algorithm", ["output-perturbation", "recursive", "population"])

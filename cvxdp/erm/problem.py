@@ -52,7 +52,7 @@ class RegularizedERM:
     level substituted by the same piece at a small level (``reduction``, see
     :mod:`cvxdp.extension.affine_reduction`): ``F`` moves by the constant ``(1/m) Σ κ_i``
     only, so its minimizers and every certified gap are those of the data as given.  On a region
-    other than a ball or lens, records steeper than ``2¹³ max(C, 1)`` are then scaled down to that
+    other than a ball or lens, records steeper than ``2⁸ max(C, 1)`` are then scaled down to that
     slope (``scaling``, :mod:`cvxdp.extension.record_scaling`): a public per-record map, so the
     release is that of the mapped data set.
     """

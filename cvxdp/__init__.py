@@ -37,11 +37,13 @@ from cvxdp.privacy.ledger import PrivacyLedger
 from cvxdp.privacy.mechanisms import L2LaplaceMechanism
 from cvxdp.problem import PrivateProblem, PrivateResult
 from cvxdp.run.executor import DaskExecutor, PartitionedExecutor, ProcessExecutor, SerialExecutor
+from cvxdp.selection import Candidate, SelectionResult, private_selection
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BudgetAccountant",
+    "Candidate",
     "CertificationError",
     "ConicSettings",
     "CvxdpError",
@@ -74,6 +76,7 @@ __all__ = [
     "PrivateResult",
     "ProcessExecutor",
     "ReleasePlan",
+    "SelectionResult",
     "SerialExecutor",
     "SolverError",
     "TightProfile",
@@ -86,4 +89,5 @@ __all__ = [
     "geometry",
     "losses",
     "moment_bounds",
+    "private_selection",
 ]

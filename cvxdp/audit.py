@@ -53,7 +53,7 @@ import hashlib
 import math
 import numbers
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import cvxpy as cp
@@ -521,6 +521,32 @@ def solve_fit(model: Callable[[], Model], **solve_kwargs: object) -> Callable[[]
             with cache:
                 result = problem.solve(data, random_state=source, **solve_kwargs)
             return _result_release(result)
+
+        fit.cache = cache  # type: ignore[attr-defined]
+        return fit
+
+    return make
+
+
+def selection_fit(model: Callable[[], Model], candidates: Sequence, **kwargs: object) -> Callable[[], Fit]:
+    """A factory of fitters: :func:`cvxdp.selection.private_selection` of ``candidates`` on ``model()``.
+
+    What is observed: the chosen point, its noisy score, the chosen candidate's position, and the
+    ledger; the number of trials is not.
+    """
+    from cvxdp.selection import private_selection
+
+    def make() -> Fit:
+        m = model()
+        cache = ERMCache()
+
+        def fit(data: dict, source: NoiseSource) -> Release:
+            with cache:
+                res = private_selection(m, data, candidates=candidates, random_state=source, **kwargs)
+            index = [c.name for c in res.plan.candidates].index(res.candidate.name)
+            ledger = [(e.mechanism, e.batch, e.n_examples, e.epsilon) for e in res.ledger.entries]
+            public = {"plan": res.plan.describe(), "ledger": ledger}
+            return Release(np.concatenate([res.w, [res.score, index]]), dict(public), public)
 
         fit.cache = cache  # type: ignore[attr-defined]
         return fit
@@ -1069,6 +1095,26 @@ def _register() -> dict[str, Scenario]:
             _remote_box_label_pair, solve_fit(_square_remote_box_model, algorithm=algorithm, epsilon=1.0,
                                               moment_k=4.0, G_k=1000.0),
             full_runs=full, quick_runs=quick, same_tail=False))
+    # private selection (Liu–Talwar): the chosen candidate, its point and its noisy score
+    from cvxdp.selection import Candidate
+
+    priors = [Candidate("prior +", "prior", {"point": [0.9]}),
+              Candidate("prior −", "prior", {"point": [-0.9]})]
+    out.append(Scenario(
+        "lad-label-1e10/selection-priors",
+        "LAD n=40, one label 1e10 vs 1: private selection between two public points (only the noisy "
+        "scores read the data)",
+        label_pair, selection_fit(lad1, priors, epsilon=1.0, score_C=1.0),
+        full_runs=10_000, quick_runs=600, coupled_runs=1))
+    out.append(Scenario(
+        "lad-label-1e10/selection-op-cvxdp-prior",
+        "LAD n=40, one label 1e10 vs 1: private selection among clipped output perturbation, cvxdp's "
+        "one-shot extension output perturbation and the prior",
+        label_pair, selection_fit(lad1, [Candidate("clipped OP", "clipped-output-perturbation"),
+                                         Candidate("cvxdp OP", options={"algorithm": "output-perturbation"}),
+                                         Candidate("prior", "prior")],
+                                  epsilon=1.0, moment_k=4.0, G_k=1.0, score_C=1.0),
+        full_runs=300, quick_runs=0, coupled_runs=1))
     # every row at the slope limit: the scaled rows' float margins add up (SECURITY.md)
     out.append(Scenario(
         "lad-box-all-steep-3000/output-perturbation",

@@ -6,6 +6,8 @@ import importlib.util
 import json
 from pathlib import Path
 
+import numpy as np
+
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
@@ -79,3 +81,13 @@ def test_scale_benchmark_quick(tmp_path, capsys):
     assert all(r["worker_peak_mib"] > 0 for r in rows if r["where"] == "cluster")
     assert json.loads(out.read_text())["benchmark"] == "scale"
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith("ratio ")
+
+
+def test_selection_benchmark_quick(capsys):
+    """The selection study's cells run (one synthetic, one real) and each reports every method."""
+    rows = _load("bench_selection").main(["--quick"])
+    assert {r["study"] for r in rows} == {"synthetic", "real"}
+    for r in rows:
+        assert all(np.isfinite(v) for v in r["median"].values())
+        assert r["chosen"][0] in {"cvxdp", "clipped OP", "prior"}
+    assert "selection" in capsys.readouterr().out

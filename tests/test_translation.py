@@ -275,3 +275,36 @@ def test_the_partitioned_path_translates_too():
     w2, c2 = solve_certified(parted, alpha, ERMSettings(method="bundle"))
     assert c1.gap <= alpha and c2.gap <= alpha
     assert np.linalg.norm(w1 - w2) <= 2 * np.sqrt(2 * alpha / lam)
+
+
+def test_a_ball_cut_by_a_half_space_translates_when_localized_deep():
+    """Found by review: the unbounded half-space part had no translated form of its own, so a deep
+    localization of ``{||w|| ≤ 1, Σ w ≤ 0.5}`` (every population fit reaches one) raised."""
+    w = cp.Variable(3)
+    model = Model(losses.squared(w), [cp.norm(w) <= 1.0, cp.sum(w) <= 0.5])
+    U = localize(model.domain, np.array([0.3, -0.2, 0.4]), 0.005)
+    o = public_origin(U, model)
+    assert o is not None
+    V = U.translate(o)
+    pts = np.array([0.3, -0.2, 0.4]) + 0.004 * np.random.default_rng(0).uniform(-1, 1, (200, 3))
+    np.testing.assert_array_equal(V.contains(pts - o), U.contains(pts))
+    data = _data(outlier=False)
+    p = regularized_erm(model, model.bind({"x": data["x"], "y": data["x"] @ np.array([0.3, -0.2, 0.4])}), U,
+                        2.0, 0.5, U.make_feasible(U.interior_point()), alpha=1e-8)
+    assert isinstance(p, TranslatedERM)
+    w_, cert = solve_certified(p, 1e-8)
+    assert cert.gap <= 1e-8 and U.contains(w_, tol=1e-9)
+
+
+def test_a_set_whose_translation_cannot_be_built_is_solved_as_given():
+    class Stubborn(Box):
+        def translate(self, shift):
+            raise RuntimeError("no translated form")
+
+    U = Stubborn(np.full(3, LO), np.full(3, LO + 1.0))
+    assert public_origin(U, _square_model(U)) is None
+
+
+@pytest.mark.parametrize("alpha,lam", [(1.0, 1e-310), (1e-16, 1e300), (5e-324, 5e-324), (1e300, 1e-300)])
+def test_the_translated_accuracy_declines_outside_the_float_range(alpha, lam):
+    assert translated_accuracy(alpha, lam, 0.0) is None

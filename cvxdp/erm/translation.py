@@ -14,8 +14,10 @@ So when ``U``'s bounding ball ``B(c, r)`` lies far from the origin (a coordinate
 coordinates, ``0`` on the others), with
 
 * ``U − o``, ``w₀ − o`` and ``W − o`` (:meth:`Domain.translate <cvxdp.geometry.Domain.translate>`:
-  exact for balls, boxes, ellipsoids and lenses, by Sterbenz's lemma, since ``|c_j − o_j| ≤ q/2 ≤ r``
-  and ``|c_j| > 4r`` put every coordinate of the set within a factor 2 of ``o_j``);
+  exact for a box, a ball or an ellipsoid whose own bounding ball gave ``o``, by Sterbenz's lemma,
+  since ``|c_j − o_j| ≤ q/2 ≤ r`` and ``|c_j| > 4r`` put every coordinate of the set within a factor
+  2 of ``o_j``; a lens, a polytope or a localized set is rebuilt from its translated parts, up to
+  rounding — a public set all the same);
 * each record's affine data ``f(w, z) = φ(<a, w> + b)`` carried as ``φ(<a, v> + b')`` with
   ``b' = fl(b + <a, o>)`` (:func:`translate_examples`).
 
@@ -90,11 +92,20 @@ def public_frame(region: Domain, model: Model) -> tuple[np.ndarray, Domain] | No
         step = _far_step(*current.bounding_ball())
         if step is None:
             break
-        moved = region.translate(origin + step)
+        moved = _translated(region, origin + step)
         if moved is None:
             break
         origin, current = origin + step, moved
     return None if current is region else (origin, current)
+
+
+def _translated(region: Domain, shift: np.ndarray) -> Domain | None:
+    """``region.translate(shift)``, or ``None`` if the translated set cannot be built (a decision on
+    public sets only: the fit then runs untranslated)."""
+    try:
+        return region.translate(shift)
+    except Exception:  # the set's own construction failed (an LP, a check): no translation
+        return None
 
 
 def _far_step(c: np.ndarray, r: float) -> np.ndarray | None:
@@ -155,22 +166,44 @@ def translated_accuracy(alpha: float, lam: float, delta: float) -> float | None:
 
     Exact rational arithmetic: ``s`` is a float whose square is at most ``2α/λ``.  Then any point
     certified to ``α'`` in the translated problem, returned with an error of at most ``δ``, is
-    within ``sqrt(2α'/λ) + δ ≤ s ≤ sqrt(2α/λ)`` of the exact minimizer.
+    within ``sqrt(2α'/λ) + δ ≤ s ≤ sqrt(2α/λ)`` of the exact minimizer.  ``None`` also when ``2α/λ``
+    or ``α'`` is outside the normal float range (public inputs only: the problem is then solved as
+    given).
     """
     budget = Fraction(2) * Fraction(alpha) / Fraction(lam)
-    s = math.sqrt(float(budget))
-    while Fraction(s) * Fraction(s) > budget:
-        s = math.nextafter(s, 0.0)
+    if not (Fraction(2.0**-1000) < budget < Fraction(2.0**1000)):
+        return None
+    s = _sqrt_down(budget)
     t = Fraction(s) - Fraction(delta)
     if not (t > Fraction(s) / 2):
         return None
-    return float_down(Fraction(lam) / 2 * t * t)
+    inner = float_down(Fraction(lam) / 2 * t * t)
+    return inner if inner >= 2.0**-1000 else None
 
 
 def accuracy_equivalent_gap(gap: float, lam: float, delta: float, alpha: float) -> float:
-    """``(λ/2)(sqrt(2 gap/λ) + δ)²`` rounded up, and at most ``α`` (which ``gap ≤ α'`` implies)."""
-    root = math.sqrt(2.0 * gap / lam) * (1.0 + 4.0 * EPS)
+    """``(λ/2)(sqrt(2 gap/λ) + δ)²`` rounded up (exact arithmetic), and at most ``α`` (which
+    ``gap ≤ α'`` implies)."""
+    root = _sqrt_up(Fraction(2) * Fraction(gap) / Fraction(lam))
     return min(float_up(Fraction(lam) / 2 * (Fraction(root) + Fraction(delta)) ** 2), alpha)
+
+
+def _sqrt_down(q: Fraction) -> float:
+    """The largest float found with ``s² ≤ q`` (``q`` positive and within the normal float range)."""
+    s = math.sqrt(float_down(q))
+    while Fraction(s) * Fraction(s) > q:
+        s = math.nextafter(s, 0.0)
+    return s
+
+
+def _sqrt_up(q: Fraction) -> float:
+    """A float ``r ≥ sqrt(q)`` within a few ulps (``q ≥ 0``; ``inf`` beyond the float range)."""
+    if q > Fraction(2.0**1000):
+        return math.inf
+    r = math.sqrt(float_up(q)) if q > 0 else 0.0
+    while Fraction(r) * Fraction(r) < q:
+        r = math.nextafter(r, math.inf)
+    return r
 
 
 @dataclass
@@ -252,7 +285,7 @@ def regularized_erm(model: Model, examples: Examples, region: Domain, C: float, 
     frame = public_frame(region, model)
     if frame is not None and (executor is None or w_domain is None):
         origin, U = frame
-        Wd = None if w_domain is None else w_domain.translate(origin)
+        Wd = None if w_domain is None else _translated(w_domain, origin)
         if w_domain is None or Wd is not None:
             inner_set = U if Wd is None else Wd
             delta = rounding_of_return(origin, inner_set)

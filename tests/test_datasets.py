@@ -93,3 +93,17 @@ def test_real_loaders(name):
     assert task.moments == {}  # no moment bound is read off real data
     again = REAL[name]()
     assert np.array_equal(again.X_train, task.X_train)  # the split is a fixed public permutation
+
+
+@pytest.mark.parametrize("loader", ["diamonds", "cpssw8", "fertility"])
+def test_large_real_loaders_subsample_by_a_public_rule(loader):
+    full = REAL[loader]()
+    sub = REAL[loader](n=1000)
+    assert sub.X_train.shape == (1000, full.X_train.shape[1])
+    assert np.array_equal(sub.X_test, full.X_test)   # the same held-out split
+    # the subsample's rows are training rows, chosen by the seed alone
+    rows = {r.tobytes() for r in full.X_train}
+    assert all(r.tobytes() in rows for r in sub.X_train[:50])
+    assert np.array_equal(REAL[loader](n=1000).X_train, sub.X_train)
+    assert full.X_train.shape[0] + full.X_test.shape[0] in (53_940, 61_395, 254_654)
+    assert np.abs(full.X_train).max() <= 10.0 and np.abs(full.y_train).max() <= 10.0

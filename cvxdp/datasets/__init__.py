@@ -1,7 +1,7 @@
 """Built-in data: heavy-tailed synthetic tasks with known moments and exact population risks,
 and loaders for real data shipped inside installed packages."""
 
-from cvxdp.datasets.real import REAL, breast_cancer, engel, randhie
+from cvxdp.datasets.real import REAL, breast_cancer, cpssw8, diamonds, engel, fertility, randhie
 from cvxdp.datasets.synthetic import (
     TASKS,
     Task,
@@ -18,7 +18,10 @@ __all__ = [
     "TASKS",
     "Task",
     "breast_cancer",
+    "cpssw8",
+    "diamonds",
     "engel",
+    "fertility",
     "high_leverage_tail",
     "linear_lower_bound",
     "multivariate_t",

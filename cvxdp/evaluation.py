@@ -263,7 +263,11 @@ def _eval_node(e: cp.Expression, vals: dict[int, np.ndarray],
 
 def evaluate_per_example(expr: cp.Expression, leaves: Mapping[cp.Expression, np.ndarray],
                          m: int) -> np.ndarray:
-    """The exact, slow fallback: set each leaf's ``.value`` per example and read ``expr.value``."""
+    """The exact, slow fallback: set each leaf's ``.value`` per example and read ``expr.value``.
+
+    Every leaf gets its previous value back afterwards — ``None`` included: a placeholder left holding
+    the last example's data would be data stored on the user's model (found by review).
+    """
     out = np.empty((m,) + tuple(expr.shape))
     saved = {leaf: leaf.value for leaf in leaves}
     try:
@@ -274,8 +278,7 @@ def evaluate_per_example(expr: cp.Expression, leaves: Mapping[cp.Expression, np.
             out[i] = np.asarray(expr.value, dtype=float)
     finally:
         for leaf, v in saved.items():
-            if v is not None:
-                _assign(leaf, v)
+            _assign(leaf, v)
     return out
 
 
@@ -285,7 +288,7 @@ def _assign(leaf: cp.Expression, value: np.ndarray) -> None:
     if isinstance(leaf, cp.Variable):
         leaf.save_value(value)
     else:
-        leaf.value = value
+        leaf.value = value  # None clears it
 
 
 def is_batchable(expr: cp.Expression) -> bool:

@@ -36,7 +36,7 @@ are run, and with ``K`` candidates the best one is never drawn with probability
 ``γ(K − 1)/(1 + γ(K − 1))`` (the default ``γ = 1/(3K)``: ``(K − 1)/(4K − 1)``, 18% for three).
 It pays where the candidates differ by more than that loss of budget — a configuration that can be
 far off (``G_k="auto"`` on a small sample, a domain whose centre is a poor model) — and is not the
-default of any fit (``benchmarks/bench_utility.py --study selection`` measures it).
+default of any fit (``benchmarks/bench_selection.py`` measures it).
 """
 
 from __future__ import annotations
@@ -59,6 +59,10 @@ from cvxdp.privacy.random import NoiseSource, noise_source
 
 MECHANISM_LABEL = "private selection (Liu–Talwar random stopping)"
 KINDS = ("fit", "clipped-output-perturbation", "prior")
+#: Options a candidate may not set: the selection's own, and those that print per trial (a trial's
+#: output other than the chosen one's, and the count of trials, must stay unobserved).
+RESERVED = ("epsilon", "random_state", "accountant", "diagnostics", "verbose", "progress", "solver",
+            "executor")
 
 
 @dataclass(frozen=True)
@@ -85,10 +89,18 @@ class Candidate:
             raise ParameterError(f"a candidate's kind must be one of {KINDS}, got {self.kind!r}.")
         if not isinstance(self.name, str) or not self.name:
             raise ParameterError("every candidate needs a non-empty name.")
-        reserved = {"epsilon", "random_state", "accountant", "diagnostics"} & set(self.options)
+        reserved = set(RESERVED) & set(self.options)
         if reserved:
             raise ParameterError(f"a candidate's options may not set {sorted(reserved)}: the selection "
-                                 "decides them.")
+                                 "decides them (and nothing of a trial but the chosen one may be printed).")
+        erm = self.options.get("erm")
+        if erm is not None and getattr(getattr(erm, "conic", None), "verbose", False):
+            raise ParameterError("a candidate's solver may not be verbose: every trial's log would be "
+                                 "printed, the unchosen ones included.")
+        allowed = {"prior": {"point"}, "clipped-output-perturbation": {"C", "lam"}}.get(self.kind)
+        if allowed is not None and set(self.options) - allowed:
+            raise ParameterError(f"a {self.kind!r} candidate takes only {sorted(allowed)}, got "
+                                 f"{sorted(set(self.options) - allowed)}.")
 
 
 @dataclass(frozen=True)
@@ -160,7 +172,18 @@ def selection_plan(model: Model, n: int, *, epsilon: float, candidates: Sequence
     if not (fit_eps > 0.0 and score_eps > 0.0):
         raise ParameterError("ε is too small to split into a fit and a score for each trial.")
     bound = C_s * model.diameter * (1.0 + 4.0 * EPS)
+    # the sum of n clipped terms must stay finite, and the terms normal floats (relative rounding)
+    if not (2.0**-900 < bound and math.isfinite(4.0 * n * bound)):
+        raise ParameterError("score_C times the domain's diameter is outside the range the score can be "
+                             "summed in; choose a score_C nearer the loss's slope.")
     sensitivity = 2.0 * bound / n * (1.0 + 2.0**-40) + 4.0 * EPS * bound
+    for cand in cands:  # the public options of every candidate, checked before any data
+        if cand.kind == "prior" and "point" in cand.options:
+            finite_array(f"prior point of {cand.name!r}", cand.options["point"], shape=(model.dim,))
+        if cand.kind == "clipped-output-perturbation":
+            for key in ("C", "lam"):
+                if key in cand.options:
+                    positive_finite(f"{key} of {cand.name!r}", cand.options[key])
     return SelectionPlan(epsilon=eps, trial_epsilon=trial, fit_epsilon=fit_eps, score_epsilon=score_eps,
                          stop_probability=gamma, candidates=cands, reference=ref, score_bound=bound,
                          score_sensitivity=sensitivity, n=n)
@@ -168,7 +191,7 @@ def selection_plan(model: Model, n: int, *, epsilon: float, candidates: Sequence
 
 def clipped_gain(model: Model, examples, w: np.ndarray, reference: np.ndarray, bound: float) -> float:
     """``(1/n) Σ clip(f(w, z_i) − f(w_ref, z_i), −B, B)`` (NaN terms count 0): what the score noises."""
-    with np.errstate(invalid="ignore", over="ignore"):
+    with np.errstate(all="ignore"):
         diff = model.loss.values(np.asarray(w, float), examples) - model.loss.values(reference, examples)
     diff = np.clip(np.where(np.isnan(diff), 0.0, diff), -bound, bound)
     return math.fsum(diff.tolist()) / examples.m
@@ -234,7 +257,8 @@ def private_selection(model: Model, data: Mapping, *, epsilon: float, candidates
         cand = plan.candidates[source.randbelow(len(plan.candidates))]
         if cand.kind == "prior":
             point = cand.options.get("point", plan.reference)
-            return model.domain.make_feasible(finite_array("prior point", point, shape=(d,))), cand, None
+            point = finite_array("prior point", point, shape=(d,))
+            return np.array(model.domain.make_feasible(point), copy=True), cand, None
         if cand.kind == "clipped-output-perturbation":
             rule = output_perturbation_rule(n, d, plan.fit_epsilon, D, g2)
             params = {"C": cand.options.get("C", rule["C"]), "lam": cand.options.get("lam", rule["lam"])}
@@ -250,8 +274,9 @@ def private_selection(model: Model, data: Mapping, *, epsilon: float, candidates
     while True:
         fit_source, score_source = source.spawn(2)
         # nothing of a trial but the chosen one may be observed (the theorem's premise): its warnings,
-        # and their count, which is the number of trials, are kept in
-        with warnings.catch_warnings():
+        # and their count, which is the number of trials, are kept in; so are float exceptions a
+        # user's np.seterr(all="raise") would turn into a one-sided error (found by review)
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             w, cand, res = trial(fit_source)
             gain = clipped_gain(model, examples, w, plan.reference, plan.score_bound)

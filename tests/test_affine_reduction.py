@@ -17,7 +17,7 @@ import pytest
 
 from cvxdp import Model, PrivateProblem, losses
 from cvxdp.extension import LipschitzExtension
-from cvxdp.extension.affine_reduction import LEVEL_FACTOR, affine_reduction
+from cvxdp.extension.affine_reduction import LEVEL_FACTOR, affine_reduction, argument_range
 from cvxdp.geometry import Ball, Box, Simplex, localize
 
 
@@ -374,3 +374,71 @@ def test_square_rows_far_from_the_origin_are_shifted_with_their_label_rounded() 
     ev = LipschitzExtension(model, 3.77, region).evaluate(np.full(d, 2.0), scaled)
     # as tight as the same steep row with an exact shift (label 0), the scale of any row at the slope limit
     assert ev.gap[0] <= 2.0 * ev.gap[1] and ev.gap[0] <= 1e-8 and np.all(np.abs(ev.upper) <= 1e3)
+
+
+def _far_logistic(rows):
+    """Logistic records on the far box [1e6, 1e6 + 1]^3 (its translated form is what the ERM sees)."""
+    from cvxdp.erm.translation import public_origin, translate_examples
+
+    d = 3
+    w = cp.Variable(d)
+    model = Model(losses.logistic(w), [w <= 1e6 + 1, w >= 1e6])
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.standard_normal((20, d))] + [np.asarray(x, float)[None] for x, _ in rows])
+    y = np.concatenate([np.sign(rng.standard_normal(20)), [lab for _, lab in rows]])
+    ex = model.bind({"x": X, "y": y})
+    o = public_origin(model.domain, model)
+    return model, translate_examples(ex, o), model.domain.translate(o)
+
+
+def test_logistic_rows_beyond_the_tail_are_carried_near_the_region():
+    """u ≥ 64 on all of U: the same slope, the label nearest U keeping u ≥ 64, κ = c(b − b') exactly;
+    u ≤ −64: the constant row (slope 0, label −64), κ = 0; a row that reaches (−64, 64) or whose level
+    does not dominate keeps its data."""
+    s = 1e4
+    steep = s * np.array([1.0, -1.0, 0.5])
+    # the last row's argument <x, w> is near 0 across the far box (x ⊥ the box's centre)
+    _, ex, U = _far_logistic([(steep, -1.0), (steep, 1.0), ([0.3, -0.3, 0.0], 1.0)])
+    red = affine_reduction(ex, U, 3.0)
+    glm, sub = ex.glm(), red.apply(ex).glm()
+    assert red.mask[20] and red.mask[21] and red.rounded[20] and red.rounded[21]
+    # positive side: same slope, u' ≥ 64 on U, κ exact
+    np.testing.assert_array_equal(sub.a[20], glm.a[20])
+    lo, _ = argument_range(U, sub.a[20:21], sub.b[20:21])
+    assert lo[0] >= 64.0 and sub.b[20] < glm.b[20]
+    assert red.offsets[20] == Fraction(float(glm.b[20])) - Fraction(float(sub.b[20]))
+    # negative side: the constant row
+    assert np.all(sub.a[21] == 0.0) and sub.b[21] == -64.0 and red.offsets[21] == 0
+    # a row whose argument reaches (−64, 64) is left alone
+    np.testing.assert_array_equal(sub.a[22], glm.a[22])
+    assert sub.b[22] == glm.b[22]
+    # the substitute's loss minus the row's (less κ) is below c e^{-64} on U: here, the logistic tails
+    lo_all, hi_all = argument_range(U, glm.a[20:22], glm.b[20:22])
+    assert lo_all[0] >= 64 and hi_all[1] <= -64
+
+
+def test_logistic_substitutes_depend_on_their_own_row_only():
+    base = [(1e4 * np.array([1.0, -1.0, 0.5]), -1.0), (1e12 * np.array([1.0, 1.0, 1.0]), 1.0)]
+    _, ex0, U = _far_logistic(base)
+    _, ex1, _ = _far_logistic([base[0], (1e90 * np.array([-1.0, 2.0, 0.5]), -1.0)])
+    r0, r1 = affine_reduction(ex0, U, 3.0), affine_reduction(ex1, U, 3.0)
+    keep = np.arange(22) != 21
+    s0, s1 = r0.apply(ex0).glm(), r1.apply(ex1).glm()
+    np.testing.assert_array_equal(s0.a[keep], s1.a[keep])
+    np.testing.assert_array_equal(s0.b[keep], s1.b[keep])
+    np.testing.assert_array_equal(r0.mask[keep], r1.mask[keep])
+
+
+@pytest.mark.parametrize("scale,label", [(1e4, 1.0), (1e4, -1.0), (1e12, 1.0), (1e100, 1.0), (1e100, -1.0)])
+def test_one_steep_logistic_record_on_a_far_box_releases(scale, label):
+    """Found by review: x = s(1, −1, 0.5) on [1e6, 1e6 + 1]^3 made that side refuse while its neighbour
+    released (the translated level 5e9 s/1e4 left a bracket far wider than α)."""
+    w = cp.Variable(3)
+    model = Model(losses.logistic(w), [w <= 1e6 + 1, w >= 1e6])
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((150, 3))
+    y = np.sign(X @ np.ones(3) + 0.1 * rng.standard_normal(150))
+    X[-1], y[-1] = scale * np.array([1.0, -1.0, 0.5]), label
+    res = PrivateProblem(model).solve({"x": X, "y": y}, epsilon=1.0, moment_k=4.0, G_k=1000.0,
+                                      algorithm="output-perturbation", random_state=0)
+    assert model.domain.contains(res.w, tol=1e-9)

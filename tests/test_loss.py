@@ -292,3 +292,15 @@ def test_a_column_variable_is_explained():
     x = cp.Parameter((1, 2), name="x")
     with pytest.raises(cvxdp.ModelError, match=r"cp.Variable\(d\)"):
         cvxdp.Loss(cp.abs(x @ w)[0, 0], w, data=[x])
+
+
+def test_the_per_example_fallback_leaves_no_data_on_the_placeholders():
+    """Found by review: a loss without a batched rule (``kl_div``) is evaluated example by example, and
+    its placeholders kept the last example's values afterwards — data stored on the user's model."""
+    w = cp.Variable(1)
+    x, y = cp.Parameter(1, name="x"), cp.Parameter(name="y")
+    loss = cvxdp.Loss(cp.kl_div(2.0 + x @ w, 1.0) + 0 * y, w, data={"x": x, "y": y})
+    assert not loss._batchable
+    ex = loss.bind({"x": np.array([[0.1], [0.2], [0.123]]), "y": np.array([1.0, 2.0, 98765.0])})
+    loss.values(np.array([0.5]), ex)
+    assert x.value is None and y.value is None and w.value is None

@@ -69,13 +69,16 @@ import numpy as np
 
 from cvxdp.geometry import Ball, Domain, Lens
 from cvxdp.geometry.certified import per_row_support_upper, support_rounding
-from cvxdp.links import HuberLink, Link, ShiftedSquareLink, SquareLink
+from cvxdp.links import HuberLink, Link, LogisticLink, ShiftedSquareLink, SquareLink
 from cvxdp.loss import Examples, GLMRepresentation
 from cvxdp.numerics import EPS
 from cvxdp.structure import PiecewiseLinearStructure, SmoothGLMStructure
 
 #: An example is substituted only if its level exceeds its variation on ``U`` by this factor.
 LEVEL_FACTOR = 2.0**12
+#: A logistic row whose argument stays beyond ``±LOGISTIC_TAIL`` on ``U`` is affine (or zero) there up
+#: to ``e^{−64}`` of its scale (:func:`_logistic_level`).
+LOGISTIC_TAIL = 64.0
 
 
 @dataclass(frozen=True)
@@ -86,9 +89,10 @@ class AffineReduction:
     false; a square loss's ``c T_i²`` are made from its shifted link when first read — no bound
     reads them, so a fit never pays for them); ``pieces`` is the substituted ``(A, b)`` of a
     piecewise-linear loss, ``labels`` the substituted ``b`` of a Huber or square loss's
-    generalized-linear form (``None`` when not that kind), ``link`` a square loss's shifted link, and
-    ``rounded`` the square-loss rows whose label ``b − T`` was rounded (the only rows where the
-    substitute is not exact; see the module docstring).
+    generalized-linear form (``None`` when not that kind), ``link`` a square loss's shifted link,
+    ``directions`` the substituted ``a`` (a logistic row beyond its negative tail becomes constant), and
+    ``rounded`` the rows whose substitute is not exact — a square-loss row whose label ``b − T`` was
+    rounded, a logistic row beyond its tail (:func:`_logistic_level`): public per-record maps.
     """
 
     mask: np.ndarray
@@ -97,6 +101,7 @@ class AffineReduction:
     labels: np.ndarray | None = None
     link: Link | None = None
     rounded: np.ndarray | None = None
+    directions: np.ndarray | None = None
 
     @cached_property
     def offsets(self) -> np.ndarray:
@@ -124,7 +129,8 @@ class AffineReduction:
         else:
             glm = examples.glm()
             link = glm.link if self.link is None else self.link
-            out._cache["glm"] = GLMRepresentation(glm.a, self.labels, link, glm.is_glm)
+            a = glm.a if self.directions is None else self.directions
+            out._cache["glm"] = GLMRepresentation(a, self.labels, link, glm.is_glm)
         return out
 
 
@@ -225,7 +231,53 @@ def affine_reduction(examples: Examples, region: Domain, C: float) -> AffineRedu
     if (isinstance(st, SmoothGLMStructure) and isinstance(st.link, SquareLink)
             and not isinstance(region, Ball | Lens)):
         return _square_level(examples.glm(), region)
+    if (isinstance(st, SmoothGLMStructure) and isinstance(st.link, LogisticLink)
+            and not isinstance(region, Ball | Lens)):
+        return _logistic_level(examples.glm(), region, C)
     return AffineReduction(mask, offsets)
+
+
+def _logistic_level(glm: GLMRepresentation, region: Domain, C: float) -> AffineReduction:
+    """A logistic row whose argument stays beyond ``±T₀`` on ``U`` with a dominating level, moved near ``U``.
+
+    ``c log(1 + e^u) = c u + c log(1 + e^{−u})``: where ``u ≥ T₀ = 64`` on all of ``U`` the row is
+    ``c u`` up to less than ``c e^{−64}``, and where ``u ≤ −T₀`` it is ``0`` up to as little.  Such a row
+    with a level ``|c b| > 2¹² (1 + C diam U + c||a|| max_U ||y||)`` (a far region, or a steep record's
+    offset) is substituted: on the positive side by the same slope with the label ``b'`` nearest ``U``
+    that keeps ``u ≥ T₀`` (tested like Huber's), ``κ = c(b − b')``; on the negative side by the constant
+    row ``c log(1 + e^{−T₀})`` (slope ``0``, label ``−T₀``), ``κ = 0``.  Unlike Huber's linear parts
+    this is not exact: the substitute's loss differs from the row's minus ``κ`` by less than
+    ``c e^{−64} ≈ 1.6·10⁻²⁸ c`` everywhere on ``U`` — a public per-record map (decided and made from the
+    row, ``U`` and ``C`` only; flagged in ``rounded``), so the release is that of the mapped data set,
+    as for the record scaling.  Left as it was, float64 could not bracket such a row to any ``α``
+    (found by review: one row on ``[10⁶, 10⁶ + 1]³`` refused while its neighbour released).
+    """
+    a, b, link = glm.a, glm.b, glm.link
+    m = b.shape[0]
+    T0 = LOGISTIC_TAIL
+    lo, hi = argument_range(region, a, b)
+    sign = np.where(lo >= T0, 1.0, np.where(hi <= -T0, -1.0, 0.0))
+    with np.errstate(invalid="ignore", over="ignore"):
+        lo0, hi0 = argument_range(region, a, np.zeros(m))
+        pad = 8.0 * EPS * (np.abs(lo0) + np.abs(hi0) + T0) + 1e-300
+        b_sub = np.where(sign > 0, T0 - lo0 + pad, -T0 - hi0 - pad)
+        lo1, hi1 = argument_range(region, a, b_sub)
+        c = link.scale
+    beyond = np.where(sign > 0, lo1 >= T0, hi1 <= -T0)
+    mask = ((sign != 0) & beyond & np.isfinite(b_sub)
+            & _dominant(c * b, c * np.linalg.norm(a, axis=1), C, region))
+    offsets = np.zeros(m, dtype=object)
+    if not np.any(mask):
+        return AffineReduction(mask, offsets)
+    negative = mask & (sign < 0)
+    labels = b.copy()
+    labels[mask] = b_sub[mask]
+    labels[negative] = -T0
+    directions = a.copy()
+    directions[negative] = 0.0
+    for i in np.nonzero(mask & (sign > 0))[0]:
+        offsets[i] = Fraction(c) * (Fraction(float(b[i])) - Fraction(float(b_sub[i])))
+    return AffineReduction(mask, offsets, labels=labels, rounded=mask.copy(), directions=directions)
 
 
 def _exact_difference(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -255,4 +307,4 @@ def _square_level(glm: GLMRepresentation, region: Domain) -> AffineReduction:
                            rounded=mask & ~exact)
 
 
-__all__ = ["LEVEL_FACTOR", "AffineReduction", "affine_reduction", "argument_range"]
+__all__ = ["LEVEL_FACTOR", "LOGISTIC_TAIL", "AffineReduction", "affine_reduction", "argument_range"]

@@ -208,18 +208,10 @@ def affine_reduction(examples: Examples, region: Domain, C: float) -> AffineRedu
         glm = examples.glm()
         a, b, link = glm.a, glm.b, glm.link
         M = link.M
-        lo, hi = argument_range(region, a, b)
-        sign = np.where(lo >= M, 1.0, np.where(hi <= -M, -1.0, 0.0))
+        sign, b_sub, kept = _label_beyond(region, a, b, M)
         with np.errstate(invalid="ignore", over="ignore"):
-            # the label nearest U that keeps the argument in the same linear part, with room for rounding
-            lo0, hi0 = argument_range(region, a, np.zeros(m))
-            pad = 8.0 * EPS * (np.abs(lo0) + np.abs(hi0) + M) + 1e-300
-            b_sub = np.where(sign > 0, M - lo0 + pad, -M - hi0 - pad)
-            lo1, hi1 = argument_range(region, a, b_sub)
             level = 2.0 * M * link.scale * sign * b
-        same_part = np.where(sign > 0, lo1 >= M, hi1 <= -M)
-        mask = ((sign != 0) & same_part & np.isfinite(b_sub)
-                & _dominant(level, 2.0 * M * link.scale * np.linalg.norm(a, axis=1), C, region))
+        mask = kept & _dominant(level, 2.0 * M * link.scale * np.linalg.norm(a, axis=1), C, region)
         if not np.any(mask):
             return AffineReduction(mask, offsets)
         labels = b.copy()
@@ -235,6 +227,25 @@ def affine_reduction(examples: Examples, region: Domain, C: float) -> AffineRedu
             and not isinstance(region, Ball | Lens)):
         return _logistic_level(examples.glm(), region, C)
     return AffineReduction(mask, offsets)
+
+
+def _label_beyond(region: Domain, a: np.ndarray, b: np.ndarray, M: float
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows whose argument stays at or beyond ``±M`` on all of ``U``: their side (``±1``, ``0``), the label
+    nearest ``U`` that keeps them there (with room for rounding, and tested again), and whether it does.
+
+    Row by row, from the row's ``(a_i, b_i)`` and the public ``U`` and ``M`` only.
+    """
+    m = b.shape[0]
+    lo, hi = argument_range(region, a, b)
+    sign = np.where(lo >= M, 1.0, np.where(hi <= -M, -1.0, 0.0))
+    with np.errstate(invalid="ignore", over="ignore"):
+        lo0, hi0 = argument_range(region, a, np.zeros(m))
+        pad = 8.0 * EPS * (np.abs(lo0) + np.abs(hi0) + M) + 1e-300
+        b_sub = np.where(sign > 0, M - lo0 + pad, -M - hi0 - pad)
+        lo1, hi1 = argument_range(region, a, b_sub)
+    same_side = np.where(sign > 0, lo1 >= M, hi1 <= -M)
+    return sign, b_sub, (sign != 0) & same_side & np.isfinite(b_sub)
 
 
 def _logistic_level(glm: GLMRepresentation, region: Domain, C: float) -> AffineReduction:
@@ -255,17 +266,10 @@ def _logistic_level(glm: GLMRepresentation, region: Domain, C: float) -> AffineR
     a, b, link = glm.a, glm.b, glm.link
     m = b.shape[0]
     T0 = LOGISTIC_TAIL
-    lo, hi = argument_range(region, a, b)
-    sign = np.where(lo >= T0, 1.0, np.where(hi <= -T0, -1.0, 0.0))
+    sign, b_sub, kept = _label_beyond(region, a, b, T0)
+    c = link.scale
     with np.errstate(invalid="ignore", over="ignore"):
-        lo0, hi0 = argument_range(region, a, np.zeros(m))
-        pad = 8.0 * EPS * (np.abs(lo0) + np.abs(hi0) + T0) + 1e-300
-        b_sub = np.where(sign > 0, T0 - lo0 + pad, -T0 - hi0 - pad)
-        lo1, hi1 = argument_range(region, a, b_sub)
-        c = link.scale
-    beyond = np.where(sign > 0, lo1 >= T0, hi1 <= -T0)
-    mask = ((sign != 0) & beyond & np.isfinite(b_sub)
-            & _dominant(c * b, c * np.linalg.norm(a, axis=1), C, region))
+        mask = kept & _dominant(c * b, c * np.linalg.norm(a, axis=1), C, region)
     offsets = np.zeros(m, dtype=object)
     if not np.any(mask):
         return AffineReduction(mask, offsets)

@@ -251,7 +251,7 @@ def run_real(spec: dict) -> dict:
     from cvxdp.privacy.tail import estimate_moment_bound
 
     warnings.simplefilter("ignore")
-    task = REAL[spec["dataset"]](seed=spec["seed"])
+    task = REAL[spec["dataset"]](seed=spec["seed"], **spec.get("loader", {}))
     w = cp.Variable(task.d)
     loss = (cvxdp.losses.pinball(w, task.meta["quantile"]) if task.loss == "pinball"
             else getattr(cvxdp.losses, task.loss)(w))
@@ -276,7 +276,8 @@ def run_real(spec: dict) -> dict:
         noisy_clipped_gd(model, data, epsilon=rest, random_state=seed, **gd).w, test)
     risks[NONPRIVATE] = model.empirical_risk(nonprivate_erm(model, model.bind(data)), test)
     risks["w = 0"] = model.empirical_risk(np.zeros(d), test)
-    return {"study": "real", "dataset": spec["dataset"], "name": task.name, "n": n, "d": d, "epsilon": eps,
+    return {"study": "real", "dataset": spec["dataset"], "loader": spec.get("loader", {}), "name": task.name,
+            "n": n, "d": d, "epsilon": eps,
             "seed": seed, "test_loss": risks, "G_k_auto": r.moment_bound, "G2_hat": G2_hat}
 
 

@@ -91,3 +91,13 @@ def test_selection_benchmark_quick(capsys):
         assert all(np.isfinite(v) for v in r["median"].values())
         assert r["chosen"][0] in {"cvxdp", "clipped OP", "prior"}
     assert "selection" in capsys.readouterr().out
+
+
+def test_large_real_benchmark_quick(capsys):
+    """One subsampled cell of the large real data sets: every method's excess test loss and the ratio."""
+    rows = _load("bench_large_real").main(["--quick"])
+    assert len(rows) == 1 and rows[0]["n"] == 1000
+    excess = rows[0]["excess"]
+    assert {"cvxdp", "clipped OP (public rule)", "noisy clipped GD (public rule)", "w = 0"} <= set(excess)
+    assert all(np.isfinite(v) for v in excess.values()) and rows[0]["cvxdp_over_best_baseline"] > 0
+    assert "cvxdp/best baseline" in capsys.readouterr().out

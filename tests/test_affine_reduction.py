@@ -429,16 +429,18 @@ def test_logistic_substitutes_depend_on_their_own_row_only():
     np.testing.assert_array_equal(r0.mask[keep], r1.mask[keep])
 
 
-@pytest.mark.parametrize("scale,label", [(1e4, 1.0), (1e4, -1.0), (1e12, 1.0), (1e100, 1.0), (1e100, -1.0)])
-def test_one_steep_logistic_record_on_a_far_box_releases(scale, label):
+@pytest.mark.parametrize("scale,label,third", [(1e4, 1.0, 0.5), (1e4, -1.0, 0.5), (1e12, 1.0, 0.5),
+                                               (1e100, 1.0, 0.5), (1e100, -1.0, 0.5), (1e12, -1.0, 0.0098)])
+def test_one_steep_logistic_record_on_a_far_box_releases(scale, label, third):
     """Found by review: x = s(1, −1, 0.5) on [1e6, 1e6 + 1]^3 made that side refuse while its neighbour
-    released (the translated level 5e9 s/1e4 left a bracket far wider than α)."""
+    released (the translated level 5e9 s/1e4 left a bracket far wider than α); and, with the carry's
+    level factor at 2¹², so did x = 1e12(1, −1, 0.0098), whose level sat just below it."""
     w = cp.Variable(3)
     model = Model(losses.logistic(w), [w <= 1e6 + 1, w >= 1e6])
     rng = np.random.default_rng(0)
     X = rng.standard_normal((150, 3))
     y = np.sign(X @ np.ones(3) + 0.1 * rng.standard_normal(150))
-    X[-1], y[-1] = scale * np.array([1.0, -1.0, 0.5]), label
+    X[-1], y[-1] = scale * np.array([1.0, -1.0, third]), label
     res = PrivateProblem(model).solve({"x": X, "y": y}, epsilon=1.0, moment_k=4.0, G_k=1000.0,
                                       algorithm="output-perturbation", random_state=0)
     assert model.domain.contains(res.w, tol=1e-9)

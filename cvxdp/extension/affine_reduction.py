@@ -27,6 +27,8 @@ Per example, the test and the substitute:
   ``κ_i = ±2Mc (b_i − b'_i)``.
 * and the level must dominate: ``|κ_i| > 2¹² (1 + C diam U + ||s_i|| max_U ||y||)``, so an
   ordinary example keeps its ordinary path.
+* **logistic links** beyond ``±64`` on all of ``U`` — not exactly affine, so a public per-record map
+  below ``c e^{−64}`` rather than an exact substitute (:func:`_logistic_level`).
 
 A squared loss is not affine, but its level comes out just as exactly.  **Square links**
 ``c u²``, ``u = <a_i, y> + b_i``, on a region without the exact path (not a ball or lens): when
@@ -79,6 +81,10 @@ LEVEL_FACTOR = 2.0**12
 #: A logistic row whose argument stays beyond ``±LOGISTIC_TAIL`` on ``U`` is affine (or zero) there up
 #: to ``e^{−64}`` of its scale (:func:`_logistic_level`).
 LOGISTIC_TAIL = 64.0
+#: ... and is carried once its level exceeds this many times its variation: a row that far in its tail
+#: is affine or zero whatever its level, and at ``2¹²`` a band of rows (levels up to ``3·10⁹`` after
+#: the record scaling) still refused (found by review).
+LOGISTIC_LEVEL_FACTOR = 2.0
 
 
 @dataclass(frozen=True)
@@ -153,10 +159,11 @@ def _support_bound(region: Domain, V: np.ndarray, scale: np.ndarray) -> np.ndarr
     return np.where(np.isfinite(sig), sig, np.inf)
 
 
-def _dominant(level: np.ndarray, slope_norm: np.ndarray, C: float, region: Domain) -> np.ndarray:
+def _dominant(level: np.ndarray, slope_norm: np.ndarray, C: float, region: Domain,
+              factor: float = LEVEL_FACTOR) -> np.ndarray:
     variation = 1.0 + C * region.diameter + slope_norm * region.norm_bound()
     with np.errstate(invalid="ignore", over="ignore"):
-        return np.abs(level) > LEVEL_FACTOR * variation
+        return np.abs(level) > factor * variation
 
 
 def argument_range(region: Domain, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -253,9 +260,10 @@ def _logistic_level(glm: GLMRepresentation, region: Domain, C: float) -> AffineR
 
     ``c log(1 + e^u) = c u + c log(1 + e^{−u})``: where ``u ≥ T₀ = 64`` on all of ``U`` the row is
     ``c u`` up to less than ``c e^{−64}``, and where ``u ≤ −T₀`` it is ``0`` up to as little.  Such a row
-    with a level ``|c b| > 2¹² (1 + C diam U + c||a|| max_U ||y||)`` (a far region, or a steep record's
-    offset) is substituted: on the positive side by the same slope with the label ``b'`` nearest ``U``
-    that keeps ``u ≥ T₀`` (tested like Huber's), ``κ = c(b − b')``; on the negative side by the constant
+    with a level ``|c b| > 2 (1 + C diam U + c||a|| max_U ||y||)`` (a far region, or a steep record's
+    offset; a canned logistic loss has ``b = 0`` and is never carried) is substituted: on the positive
+    side by the same slope with the label ``b'`` nearest ``U`` that keeps ``u ≥ T₀`` (tested like
+    Huber's), ``κ = c(b − b')``; on the negative side by the constant
     row ``c log(1 + e^{−T₀})`` (slope ``0``, label ``−T₀``), ``κ = 0``.  Unlike Huber's linear parts
     this is not exact: the substitute's loss differs from the row's minus ``κ`` by less than
     ``c e^{−64} ≈ 1.6·10⁻²⁸ c`` everywhere on ``U`` — a public per-record map (decided and made from the
@@ -269,7 +277,7 @@ def _logistic_level(glm: GLMRepresentation, region: Domain, C: float) -> AffineR
     sign, b_sub, kept = _label_beyond(region, a, b, T0)
     c = link.scale
     with np.errstate(invalid="ignore", over="ignore"):
-        mask = kept & _dominant(c * b, c * np.linalg.norm(a, axis=1), C, region)
+        mask = kept & _dominant(c * b, c * np.linalg.norm(a, axis=1), C, region, LOGISTIC_LEVEL_FACTOR)
     offsets = np.zeros(m, dtype=object)
     if not np.any(mask):
         return AffineReduction(mask, offsets)
@@ -311,4 +319,5 @@ def _square_level(glm: GLMRepresentation, region: Domain) -> AffineReduction:
                            rounded=mask & ~exact)
 
 
-__all__ = ["LEVEL_FACTOR", "LOGISTIC_TAIL", "AffineReduction", "affine_reduction", "argument_range"]
+__all__ = ["LEVEL_FACTOR", "LOGISTIC_LEVEL_FACTOR", "LOGISTIC_TAIL", "AffineReduction", "affine_reduction",
+           "argument_range"]

@@ -440,8 +440,7 @@ class ERMCache:
             digest.update(a.tobytes())
         w0 = np.ascontiguousarray(problem.w0, dtype=float)
         return (type(problem).__name__, digest.hexdigest(), problem.m, float(problem.C), float(problem.lam),
-                w0.tobytes(),
-                float(alpha), repr(settings))
+                w0.tobytes(), float(alpha), repr(settings))
 
     def __enter__(self) -> ERMCache:
         if self._saved is not None:

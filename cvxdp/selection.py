@@ -189,10 +189,15 @@ def selection_plan(model: Model, n: int, *, epsilon: float, candidates: Sequence
                          score_sensitivity=sensitivity, n=n)
 
 
-def clipped_gain(model: Model, examples, w: np.ndarray, reference: np.ndarray, bound: float) -> float:
-    """``(1/n) Σ clip(f(w, z_i) − f(w_ref, z_i), −B, B)`` (NaN terms count 0): what the score noises."""
+def clipped_gain(model: Model, examples, w: np.ndarray, reference: np.ndarray, bound: float,
+                 reference_values: np.ndarray | None = None) -> float:
+    """``(1/n) Σ clip(f(w, z_i) − f(w_ref, z_i), −B, B)`` (NaN terms count 0): what the score noises.
+
+    ``reference_values``: ``f(w_ref, z_i)`` computed once for every trial (the same numbers either way).
+    """
     with np.errstate(all="ignore"):
-        diff = model.loss.values(np.asarray(w, float), examples) - model.loss.values(reference, examples)
+        ref = model.loss.values(reference, examples) if reference_values is None else reference_values
+        diff = model.loss.values(np.asarray(w, float), examples) - ref
     diff = np.clip(np.where(np.isnan(diff), 0.0, diff), -bound, bound)
     return math.fsum(diff.tolist()) / examples.m
 
@@ -244,11 +249,13 @@ def private_selection(model: Model, data: Mapping, *, epsilon: float, candidates
             PrivateProblem(model).plan(n=examples.m, epsilon=plan.fit_epsilon,
                                        **{"moment_k": moment_k, "G_k": G_k, "G_2": G_2, **cand.options})
     source = noise_source(random_state)
+    mech = plan.score_mechanism()
     ledger = PrivacyLedger(examples.m, plan.epsilon)
     ledger.charge(3.0 * plan.trial_epsilon, np.arange(examples.m), mechanism=MECHANISM_LABEL, batch="all",
-                  sensitivity=plan.score_sensitivity, noise_scale=plan.score_mechanism().scale,
+                  sensitivity=plan.score_sensitivity, noise_scale=mech.scale,
                   note=f"{len(plan.candidates)} candidates, γ = {plan.stop_probability}")
-    mech = plan.score_mechanism()
+    with np.errstate(all="ignore"):
+        reference_values = model.loss.values(plan.reference, examples)
     box = (np.array([-plan.score_bound]), np.array([plan.score_bound]))
     D, d, n = model.diameter, model.dim, examples.m
     g2 = G_2 if G_2 is not None else (G_k if isinstance(G_k, int | float) else score_C)
@@ -279,7 +286,7 @@ def private_selection(model: Model, data: Mapping, *, epsilon: float, candidates
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             w, cand, res = trial(fit_source)
-            gain = clipped_gain(model, examples, w, plan.reference, plan.score_bound)
+            gain = clipped_gain(model, examples, w, plan.reference, plan.score_bound, reference_values)
             score = -float(mech.release(np.array([gain]), score_source, box)[0])
         if best is None or score > best[0]:
             best = (score, w, cand, res)

@@ -102,11 +102,20 @@ def test_the_selection_picks_the_better_candidate_when_the_scores_separate():
     assert 60 <= names.count("a") <= 140
 
 
-def test_the_number_of_trials_is_geometric_and_not_observable():
-    """The stopping rule is a public coin: with γ = 1/2 the number of draws of the candidate coin is
-    geometric; the result keeps none of the trials but the chosen one."""
-    res = private_selection(_lad(), _data(100), epsilon=1.0, candidates=PRIORS, score_C=1.0,
-                            stop_probability=Fraction(1, 2), random_state=3)
+def test_the_number_of_trials_is_geometric_and_not_observable(monkeypatch):
+    """The stopping rule is a public coin: with γ = 1/2 the number of trials is geometric, mean 2
+    (400 selections: 2 ± 0.07; γ = 1/4 would give 4); the result keeps none of the trials but the
+    chosen one."""
+    import cvxdp.selection as selection
+
+    calls = []
+    scored = selection.clipped_gain
+    monkeypatch.setattr(selection, "clipped_gain", lambda *a: calls.append(1) or scored(*a))
+    model, data = _lad(), _data(100)
+    for seed in range(400):
+        res = private_selection(model, data, epsilon=1.0, candidates=PRIORS, score_C=1.0,
+                                stop_probability=Fraction(1, 2), random_state=seed)
+    assert 1.8 <= len(calls) / 400 <= 2.2, len(calls) / 400
     fields = set(vars(res))
     assert fields == {"w", "candidate", "score", "ledger", "plan", "result"}
 

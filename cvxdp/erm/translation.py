@@ -31,7 +31,7 @@ problem is ``ŵ − o`` for the minimizer ``ŵ`` of the mapped problem over ``(U
 set.
 
 **Accuracy.**  The point returned is ``w̃ = fl(ṽ + o)``, which errs from ``ṽ + o`` by at most
-``δ = u (||o|| + reach(U − o))(1 + 8u)`` in norm (``u = 2⁻⁵³``).  The sensitivity reads
+``δ = u (||o|| + reach(U − o))(1 + (d + 8)ε)`` in norm (``u = 2⁻⁵³``, ``ε = 2u``).  The sensitivity reads
 ``||w̃ − ŵ|| ≤ sqrt(2α/λ)``; :func:`translated_accuracy` therefore certifies the translated
 problem to ``α' = (λ/2)(sqrt(2α/λ) − δ)²`` (rounded down, in exact arithmetic), so that
 ``||w̃ − ŵ|| ≤ sqrt(2α'/λ) + δ ≤ sqrt(2α/λ)``.  When ``δ`` would take more than half of that

@@ -63,6 +63,7 @@ argument are those of the original data.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
@@ -92,8 +93,8 @@ class AffineReduction:
     """Which examples are substituted (``mask``), the constants ``κ_i`` dropped, and the substitute data.
 
     :attr:`offsets` is an ``object`` array of :class:`~fractions.Fraction` (``0`` where ``mask`` is
-    false; a square loss's ``c T_i²`` are made from its shifted link when first read — no bound
-    reads them, so a fit never pays for them); ``pieces`` is the substituted ``(A, b)`` of a
+    false; a square loss's ``c T_i²`` and a logistic row's ``c(b_i − b'_i)`` are made when first
+    read — no bound reads them, so a fit never pays for them); ``pieces`` is the substituted ``(A, b)`` of a
     piecewise-linear loss, ``labels`` the substituted ``b`` of a Huber or square loss's
     generalized-linear form (``None`` when not that kind), ``link`` a square loss's shifted link,
     ``directions`` the substituted ``a`` (a logistic row beyond its negative tail becomes constant), and
@@ -102,7 +103,7 @@ class AffineReduction:
     """
 
     mask: np.ndarray
-    given_offsets: np.ndarray | None
+    given_offsets: np.ndarray | Callable[[], np.ndarray]
     pieces: tuple[np.ndarray, np.ndarray] | None = None
     labels: np.ndarray | None = None
     link: Link | None = None
@@ -111,14 +112,9 @@ class AffineReduction:
 
     @cached_property
     def offsets(self) -> np.ndarray:
-        """The constants ``κ_i`` dropped per example (exact rationals)."""
-        if self.given_offsets is not None:
-            return self.given_offsets
-        out = np.zeros(self.mask.shape[0], dtype=object)
-        c, shift = Fraction(self.link.scale), np.broadcast_to(self.link.shift, self.mask.shape)
-        for i in np.nonzero(self.mask)[0]:
-            out[i] = c * Fraction(float(shift[i])) ** 2
-        return out
+        """The constants ``κ_i`` dropped per example (exact rationals; made when first read where
+        ``given_offsets`` is a function — no bound reads them, so a fit never pays their Python loop)."""
+        return self.given_offsets() if callable(self.given_offsets) else self.given_offsets
 
     def apply(self, examples: Examples) -> Examples:
         """``examples`` with the substituted rows' structure replaced (the raw arrays are kept).
@@ -278,18 +274,25 @@ def _logistic_level(glm: GLMRepresentation, region: Domain, C: float) -> AffineR
     c = link.scale
     with np.errstate(invalid="ignore", over="ignore"):
         mask = kept & _dominant(c * b, c * np.linalg.norm(a, axis=1), C, region, LOGISTIC_LEVEL_FACTOR)
-    offsets = np.zeros(m, dtype=object)
     if not np.any(mask):
-        return AffineReduction(mask, offsets)
+        return AffineReduction(mask, np.zeros(m, dtype=object))
     negative = mask & (sign < 0)
     labels = b.copy()
     labels[mask] = b_sub[mask]
     labels[negative] = -T0
     directions = a.copy()
     directions[negative] = 0.0
-    for i in np.nonzero(mask & (sign > 0))[0]:
-        offsets[i] = Fraction(c) * (Fraction(float(b[i])) - Fraction(float(b_sub[i])))
-    return AffineReduction(mask, offsets, labels=labels, rounded=mask.copy(), directions=directions)
+    positive = mask & (sign > 0)
+    return AffineReduction(mask, lambda: _level_drops(positive, Fraction(c), b, b_sub), labels=labels,
+                           rounded=mask.copy(), directions=directions)
+
+
+def _level_drops(rows: np.ndarray, scale: Fraction, before: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """``κ_i = c (b_i − b'_i)`` on ``rows`` and ``0`` elsewhere, in exact rationals."""
+    out = np.zeros(rows.shape[0], dtype=object)
+    for i in np.nonzero(rows)[0]:
+        out[i] = scale * (Fraction(float(before[i])) - Fraction(float(after[i])))
+    return out
 
 
 def _exact_difference(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -315,8 +318,16 @@ def _square_level(glm: GLMRepresentation, region: Domain) -> AffineReduction:
     mask = (T != 0.0) & np.isfinite(b_new)
     T = np.where(mask, T, 0.0)
     labels = np.where(mask, b_new, b)
-    return AffineReduction(mask, None, labels=labels, link=ShiftedSquareLink(link.scale, T),
-                           rounded=mask & ~exact)
+    return AffineReduction(mask, lambda: _square_constants(mask, Fraction(link.scale), T), labels=labels,
+                           link=ShiftedSquareLink(link.scale, T), rounded=mask & ~exact)
+
+
+def _square_constants(rows: np.ndarray, scale: Fraction, shift: np.ndarray) -> np.ndarray:
+    """``κ_i = c T_i²`` on ``rows`` and ``0`` elsewhere, in exact rationals."""
+    out = np.zeros(rows.shape[0], dtype=object)
+    for i in np.nonzero(rows)[0]:
+        out[i] = scale * Fraction(float(shift[i])) ** 2
+    return out
 
 
 __all__ = ["LEVEL_FACTOR", "LOGISTIC_LEVEL_FACTOR", "LOGISTIC_TAIL", "AffineReduction", "affine_reduction",

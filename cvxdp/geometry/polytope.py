@@ -102,9 +102,10 @@ class Polytope(ConicDomain):
         return float(np.linalg.norm(hi - lo))
 
     def translate(self, shift: np.ndarray) -> Polytope:
+        # type(self): the unbounded polyhedron of an intersection translates as itself
         s = np.asarray(shift, float)
-        return Polytope(self.A, self.b - np.einsum("kd,d->k", self.A, s), self.A_eq,
-                        self.b_eq - np.einsum("kd,d->k", self.A_eq, s))
+        return type(self)(self.A, self.b - np.einsum("kd,d->k", self.A, s), self.A_eq,
+                          self.b_eq - np.einsum("kd,d->k", self.A_eq, s))
 
     def cone_rows(self) -> ConeRows:
         cones = []

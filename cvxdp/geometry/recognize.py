@@ -198,11 +198,6 @@ class _Polyhedron(Polytope):
     def interior_point(self) -> np.ndarray:  # pragma: no cover - intersections use their own
         raise DomainError("an unbounded polyhedron has no interior point to offer")
 
-    def translate(self, shift: np.ndarray) -> _Polyhedron:
-        s = np.asarray(shift, float)
-        return _Polyhedron(self.A, self.b - np.einsum("kd,d->k", self.A, s), self.A_eq,
-                           self.b_eq - np.einsum("kd,d->k", self.A_eq, s))
-
 
 def domain_from_constraints(constraints: Sequence[cp.Constraint], w: cp.Variable) -> Domain:
     """The :class:`Domain` described by ``constraints`` on the model variable ``w``.

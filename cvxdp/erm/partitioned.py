@@ -13,11 +13,11 @@ One oracle pass at ``w`` maps :func:`partition_sums` over the partitions (throug
 partition.  The solvers that need nothing else — the bundle method and the cutting-plane method —
 run unchanged on it; the joint conic program (one program over every example) does not.
 
-**Rounding, whatever the partitioning.**  A partition's sums are exactly rounded (``math.fsum``):
-each errs by at most ``ε/2`` of its value; the driver's ``fsum`` of the partial sums errs by ``ε/2``
-of the total.  So every reduced sum is within ``ε Σ_i |t_i|`` of the exact one, and the certificate
-charges ``4ε`` times the *absolute* sums (``Σ|β_i|``, ``Σ|g_i|`` per coordinate, ``Σ|upper_i|``),
-which bounds the error for every partitioning.
+**Rounding, whatever the partitioning.**  A partition's sums come with a certified error bound
+(:func:`~cvxdp.numerics.accurate_sum`, about ``ε`` of the value), which travels with them and is
+charged at the driver; the driver's ``fsum`` of the partial sums errs by ``ε/2`` of the total, which
+the certificate covers with ``4ε`` times the *absolute* sums (``Σ|β_i|``, ``Σ|g_i|`` per coordinate,
+``Σ|upper_i|``).  Both bounds hold for every partitioning.
 
 **Sensitivity, whatever the partitioning.**  The released point is certified to ``α`` for the
 objective ``F`` of all ``m`` examples; Theorem 2.3's sensitivity is a property of ``F``'s exact
@@ -39,7 +39,7 @@ from cvxdp.erm.problem import Cut, RegularizedERM
 from cvxdp.geometry import Domain
 from cvxdp.loss import Examples
 from cvxdp.model import Model
-from cvxdp.numerics import EPS, rounding_margin
+from cvxdp.numerics import EPS, accurate_sum, rounding_margin
 
 
 @dataclass(frozen=True)
@@ -47,9 +47,10 @@ class PassSums:
     """One partition's share of an oracle pass at ``w``: exactly rounded sums over its examples.
 
     ``upper`` sums the certified upper bounds of ``f_{C,U}(w, z_i) − κ_i``, ``g`` and ``beta`` the
-    per-example minorants' slopes and intercepts; the ``*_abs`` fields sum absolute values (the
-    rounding of the reduction is charged on them).  ``finite`` is False when a sum left the float
-    range (the pass then gives no usable cut and an infinite upper bound).
+    per-example minorants' slopes and intercepts, each within its ``*_err`` of the exact sum
+    (:func:`~cvxdp.numerics.accurate_sum`); the ``*_abs`` fields sum absolute values (the rounding
+    of the reduction at the driver is charged on them).  ``finite`` is False when a sum left the
+    float range (the pass then gives no usable cut and an infinite upper bound).
     """
 
     m: int
@@ -60,6 +61,9 @@ class PassSums:
     beta: float
     beta_abs: float
     finite: bool
+    upper_err: float = 0.0
+    g_err: np.ndarray | None = None
+    beta_err: float = 0.0
 
 
 def _fsum_columns(a: np.ndarray) -> np.ndarray:
@@ -71,17 +75,19 @@ def partition_sums(part: RegularizedERM, w: np.ndarray, tolerance: float) -> Pas
     ev = part.extension.evaluate(w, part.examples, tolerance=tolerance, offsets=part.offsets)
     upper, g, beta = (np.asarray(ev.upper, float), np.asarray(ev.subgradient, float),
                       np.asarray(ev.intercept, float))
-    try:
-        sums = PassSums(m=part.m, upper=math.fsum(upper), upper_abs=math.fsum(np.abs(upper)),
-                        g=_fsum_columns(g), g_abs=_fsum_columns(np.abs(g)), beta=math.fsum(beta),
-                        beta_abs=math.fsum(np.abs(beta)), finite=True)
-    except (OverflowError, ValueError):  # a sum beyond float range (or of infinities): no usable cut
-        d = g.shape[1]
-        return PassSums(part.m, math.inf, math.inf, np.zeros(d), np.zeros(d), 0.0, 0.0, False)
-    ok = all(math.isfinite(v) for v in (sums.upper, sums.upper_abs, sums.beta, sums.beta_abs)) and bool(
-        np.all(np.isfinite(sums.g)) and np.all(np.isfinite(sums.g_abs)))
-    return sums if ok else PassSums(part.m, math.inf, math.inf, np.zeros_like(sums.g), np.zeros_like(sums.g),
-                                    0.0, 0.0, False)
+    d = g.shape[1]
+    with np.errstate(invalid="ignore", over="ignore"):
+        values = np.column_stack([upper, beta, g])
+        sums, errors = accurate_sum(values)
+        abs_sums, abs_errors = accurate_sum(np.abs(values))
+    # the absolute sums only size the driver's rounding charge: rounded up by their own error
+    abs_sums = abs_sums + abs_errors
+    failed = PassSums(part.m, math.inf, math.inf, np.zeros(d), np.zeros(d), 0.0, 0.0, False)
+    if not (np.all(np.isfinite(sums)) and np.all(np.isfinite(errors)) and np.all(np.isfinite(abs_sums))):
+        return failed  # a sum beyond float range (or of infinities): no usable cut
+    return PassSums(m=part.m, upper=float(sums[0]), upper_abs=float(abs_sums[0]), g=sums[2:],
+                    g_abs=abs_sums[2:], beta=float(sums[1]), beta_abs=float(abs_sums[1]), finite=True,
+                    upper_err=float(errors[0]), g_err=errors[2:], beta_err=float(errors[1]))
 
 
 def contiguous_blocks(m: int, partitions: int) -> list[np.ndarray]:
@@ -146,12 +152,17 @@ class PartitionedERM:
             g_abs = _fsum_columns(np.stack([s.g_abs for s in sums])) / m
             beta_bar = math.fsum(s.beta for s in sums) / m
             beta_abs = math.fsum(s.beta_abs for s in sums) / m
+            # the partitions' own summation errors, rounded up (a few terms each)
+            upper_err = math.fsum(s.upper_err for s in sums) / m * (1.0 + 4.0 * EPS)
+            beta_err = math.fsum(s.beta_err for s in sums) / m * (1.0 + 4.0 * EPS)
+            g_err = float(np.linalg.norm(_fsum_columns(np.stack([
+                s.g_err if s.g_err is not None else np.zeros(d) for s in sums])))) / m * (1.0 + 4.0 * EPS)
         except (OverflowError, ValueError):
             return math.inf, Cut(g=np.zeros(d), beta=-math.inf)
         reg = self.regularizer(w)
-        upper = upper_mean + reg + float(rounding_margin(upper_abs, reg))
+        upper = upper_mean + reg + upper_err + float(rounding_margin(upper_abs, reg))
         reach = self.feasible_set.norm_bound()
-        margin = 4.0 * EPS * (beta_abs + float(np.linalg.norm(g_abs)) * reach)
+        margin = beta_err + g_err * reach + 4.0 * EPS * (beta_abs + float(np.linalg.norm(g_abs)) * reach)
         beta = beta_bar - margin
         if not (math.isfinite(upper) and math.isfinite(beta) and np.all(np.isfinite(g_bar))):
             return (upper if math.isfinite(upper) else math.inf), Cut(g=np.zeros(d), beta=-math.inf)

@@ -64,6 +64,11 @@ class Link(abc.ABC):
         _, right_hi = self.derivative_bounds(hi)
         return np.maximum(np.abs(left_lo), np.abs(right_hi))
 
+    def slope_bound_near(self, u: np.ndarray, du: np.ndarray) -> np.ndarray:
+        """A bound on ``|φ'|`` on ``[u − du, u + du]`` for charging a rounding of the argument (any
+        valid bound; a link may answer with a cheaper, looser one than :meth:`lipschitz_on`)."""
+        return self.lipschitz_on(u - du, u + du)
+
     def clip_to_dual_domain(self, pi: np.ndarray) -> np.ndarray:
         lo, hi = self.dual_domain()
         return np.clip(pi, lo, hi)
@@ -109,7 +114,10 @@ class PiecewiseLinearLink(Link):
     def subset(self, index: np.ndarray) -> PiecewiseLinearLink:
         if self.slopes.shape[0] == 1:
             return self
-        return PiecewiseLinearLink(self.slopes[index], self.intercepts[index])
+        out = PiecewiseLinearLink.__new__(PiecewiseLinearLink)
+        out.slopes, out.intercepts = self.slopes[index], self.intercepts[index]
+        out._two = None if self._two is None else tuple(part[index] for part in self._two)
+        return out
 
     def _pieces(self, u: np.ndarray) -> np.ndarray:
         u = np.asarray(u, dtype=float)
@@ -123,6 +131,18 @@ class PiecewiseLinearLink(Link):
         return np.max(self._pieces(u), axis=-1)
 
     def derivative_bounds(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self.slopes.shape[-1] == 2:  # the same tests as below, without (m, M) temporaries
+            u = np.asarray(u, dtype=float)
+            k, e = self.slopes, self.intercepts
+            k0, k1 = k[:, 0], k[:, 1]
+            v0, v1 = k0 * u + e[:, 0], k1 * u + e[:, 1]
+            top = np.maximum(v0, v1)
+            floor = top - 1e-12 * (1.0 + np.abs(top))
+            on0, on1 = v0 >= floor, v1 >= floor
+            inf = np.inf
+            left = np.minimum(np.where(on0, k0, inf), np.where(on1, k1, inf))
+            right = np.maximum(np.where(on0, k0, -inf), np.where(on1, k1, -inf))
+            return left, right
         vals = self._pieces(u)
         top = vals.max(axis=-1, keepdims=True)
         tol = 1e-12 * (1.0 + np.abs(top))
@@ -134,6 +154,15 @@ class PiecewiseLinearLink(Link):
 
     def dual_domain(self) -> tuple[np.ndarray, np.ndarray]:
         return self.slopes.min(axis=-1), self.slopes.max(axis=-1)
+
+    def slope_bound_near(self, u: np.ndarray, du: np.ndarray) -> np.ndarray:
+        """The steepest piece's ``|κ|``: a bound on every interval, cheaper than the local one."""
+        if self.slopes.shape[-1] == 2:
+            k = self.slopes
+            bound = np.maximum(np.abs(k[:, 0]), np.abs(k[:, 1]))
+        else:
+            bound = np.abs(self.slopes).max(axis=-1)
+        return np.broadcast_to(bound, np.broadcast_shapes(bound.shape, np.shape(u), np.shape(du)))
 
     def conjugate(self, pi: np.ndarray) -> np.ndarray:
         """Lower convex envelope of ``(κ_j, −e_j)`` at ``π``: a minimum over bracketing pairs."""

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cvxdp.extension.certificates import certified_inner_points, clip_to_ball, upper_margin
+from cvxdp.extension.tight import closed_form_rows
 from cvxdp.geometry import Ball, Lens
 from cvxdp.geometry.certified import support_rounding
 from cvxdp.links import Link
@@ -291,7 +292,37 @@ def evaluate_on_balls(w: np.ndarray, a: np.ndarray, b: np.ndarray, link: Link, C
     ``w`` is ``(m, d)``.  Returns the bracket, the minorant slopes ``g`` and
     intercepts ``β`` (valid on all of ``R^d``), the feasible inner points ``y``
     and the conjugate weights ``π``.
+
+    Rows no steeper than ``C`` at their query point, and rows whose loss clipped to slope ``C``
+    keeps its inner point in ``U``, are exact without a search (:mod:`cvxdp.extension.tight`); the
+    others take the 1-D reduction below.  The choice is
+    each row's own (its numbers, ``w``, ``C``, ``U``), and both parts are computed row by row.
     """
+    m, d = a.shape
+    solved = closed_form_rows(w, a, b, link, C, region, np.linalg.norm(a, axis=1))
+    rows = solved.rows
+    if not rows.size:
+        return _search_on_balls(w, a, b, link, C, region, iters)
+    out = BracketResult(upper=np.empty(m), lower=np.empty(m), g=np.empty((m, d)), beta=np.empty(m),
+                        y=np.empty((m, d)), pi=np.empty(m))
+    out.upper[rows], out.lower[rows], out.beta[rows], out.pi[rows] = (solved.upper, solved.lower,
+                                                                      solved.beta, solved.pi)
+    out.g[rows] = solved.pi[:, None] * a[rows]
+    out.y[rows] = w[rows]
+    out.y[rows[solved.clipped]] = solved.foot
+    rest = np.ones(m, dtype=bool)
+    rest[rows] = False
+    rest = np.nonzero(rest)[0]
+    if rest.size:
+        r = _search_on_balls(w[rest], a[rest], b[rest], link.subset(rest), C, region, iters)
+        out.upper[rest], out.lower[rest], out.beta[rest] = r.upper, r.lower, r.beta
+        out.g[rest], out.y[rest], out.pi[rest] = r.g, r.y, r.pi
+    return out
+
+
+def _search_on_balls(w: np.ndarray, a: np.ndarray, b: np.ndarray, link: Link, C: float,
+                     region: Ball | Lens, iters: int) -> BracketResult:
+    """:func:`evaluate_on_balls` by the 1-D reduction: golden-section searches, then certification."""
     m, d = a.shape
     alpha = np.linalg.norm(a, axis=1)
     flat = alpha == 0

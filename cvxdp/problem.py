@@ -337,7 +337,8 @@ class PrivateProblem:
 
 
 def solver_settings(erm: ERMSettings | None, solver: str | None, verbose: bool) -> ERMSettings | None:
-    """``erm`` with CVXPY's ``solver=`` / ``verbose=`` applied to its conic settings (validated)."""
+    """``erm`` with CVXPY's ``solver=`` / ``verbose=`` applied to its conic settings (validated); a named
+    solver also turns ``method="auto"`` into ``"conic"``, the joint program it solves."""
     if not isinstance(verbose, bool | np.bool_):
         raise ParameterError(f"verbose must be True or False, got {verbose!r}.")
     if verbose:
@@ -356,6 +357,8 @@ def solver_settings(erm: ERMSettings | None, solver: str | None, verbose: bool) 
                 f"solver {solver!r} is not supported: cvxdp certifies every release from the conic duals "
                 f"of its own direct Clarabel or ECOS calls; pass solver=cp.CLARABEL (default) or cp.ECOS.")
         conic = replace(conic, solver=solver.lower())
+        if base.method == "auto":  # a named solver asks for the joint program that solver runs
+            base = replace(base, method="conic")
     return replace(base, conic=replace(conic, verbose=bool(verbose) or conic.verbose))
 
 

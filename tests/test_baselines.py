@@ -171,8 +171,14 @@ def test_clipped_output_perturbation_fails_closed(monkeypatch):
     def nan_bound(problem, cuts):
         return np.nan, np.full(len(cuts), 1.0 / len(cuts))
 
+    real_master = cvxdp.erm.bundle.bundle_master
+
+    def nan_master(problem, cuts, kinks=None, prox=None):
+        return real_master(problem, cuts, kinks, prox)._replace(lower=np.nan)
+
     monkeypatch.setattr("cvxdp.erm.solver.bundle_lower_bound", nan_bound)
     monkeypatch.setattr("cvxdp.erm.cutting_plane.bundle_lower_bound", nan_bound)
+    monkeypatch.setattr("cvxdp.erm.bundle.bundle_master", nan_master)  # the default solver's bound
     with pytest.raises(CertificationError, match="nothing was released"):
         clipped_output_perturbation(model, data, epsilon=1.0, C=2.0, lam=0.5, random_state=0,
                                     erm=cvxdp.erm.ERMSettings(cutting_plane_iterations=20))

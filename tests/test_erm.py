@@ -121,11 +121,11 @@ def test_inaccurate_solver_is_refined_or_refused(rng, monkeypatch):
 
     monkeypatch.setattr("cvxdp.erm.solver.solve_joint", sloppy)
     alpha = 1e-7
-    w, cert = solve_certified(problem, alpha)  # refinement by the cutting-plane method
+    w, cert = solve_certified(problem, alpha, ERMSettings(method="conic"))  # refined by cutting planes
     assert "cutting-plane" in cert.method
     assert evaluate_upper(problem, w, 1e-12)[0] - ref <= alpha + 1e-8
     with pytest.raises(CertificationError, match="nothing was released"):
-        solve_certified(problem, alpha, ERMSettings(refine=False))
+        solve_certified(problem, alpha, ERMSettings(method="conic", refine=False))
 
 
 def test_garbage_solver_output_raises(rng, monkeypatch):
@@ -139,7 +139,7 @@ def test_garbage_solver_output_raises(rng, monkeypatch):
 
     monkeypatch.setattr("cvxdp.erm.solver.solve_joint", broken)
     with pytest.raises(CertificationError):
-        solve_certified(problem, 1e-9, ERMSettings(cutting_plane_iterations=20))
+        solve_certified(problem, 1e-9, ERMSettings(method="conic", cutting_plane_iterations=20))
 
 
 def test_algorithm_4_reaches_alpha_on_a_known_optimum(rng):
@@ -279,13 +279,13 @@ def test_conic_path_nan_bound_refines_or_refuses(rng, monkeypatch):
     alpha = 1e-6
     _nan_bounds(monkeypatch, "solver")
     with pytest.raises(CertificationError, match="nothing was released"):
-        solve_certified(problem, alpha, ERMSettings(refine=False))
-    w, cert = solve_certified(problem, alpha)
+        solve_certified(problem, alpha, ERMSettings(method="conic", refine=False))
+    w, cert = solve_certified(problem, alpha, ERMSettings(method="conic"))
     assert "cutting-plane" in cert.method and math.isfinite(cert.gap) and cert.gap <= alpha
     assert evaluate_upper(problem, w, 1e-12)[0] - ref <= alpha + 1e-9
     _nan_bounds(monkeypatch, "cutting_plane")
     with pytest.raises(CertificationError, match="nothing was released"):
-        solve_certified(problem, alpha, ERMSettings(cutting_plane_iterations=30))
+        solve_certified(problem, alpha, ERMSettings(method="conic", cutting_plane_iterations=30))
 
 
 def test_cutting_plane_path_nan_upper_bounds_are_refused(rng, monkeypatch):

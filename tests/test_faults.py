@@ -60,7 +60,7 @@ def _patch_solver(monkeypatch, fail):
 def test_clarabel_failure_falls_back_to_ecos(monkeypatch):
     problem, _, _ = _problem()
     _patch_solver(monkeypatch, lambda s: "raise" if s.solver == "clarabel" else None)
-    w, cert = solve_certified(problem, 1e-7)
+    w, cert = solve_certified(problem, 1e-7, ERMSettings(method="conic"))
     assert cert.certified and "ecos" in cert.method
     assert problem.region.contains(w)
 
@@ -68,7 +68,7 @@ def test_clarabel_failure_falls_back_to_ecos(monkeypatch):
 def test_nan_points_are_rejected_and_the_ladder_moves_on(monkeypatch):
     problem, _, _ = _problem()
     _patch_solver(monkeypatch, lambda s: "nan" if s.solver == "clarabel" else None)
-    w, cert = solve_certified(problem, 1e-7)
+    w, cert = solve_certified(problem, 1e-7, ERMSettings(method="conic"))
     assert cert.certified and np.all(np.isfinite(w))
     assert any("failed" in n for n in cert.notes)
 
@@ -76,15 +76,16 @@ def test_nan_points_are_rejected_and_the_ladder_moves_on(monkeypatch):
 def test_every_solver_failing_falls_back_to_cutting_planes_or_raises(monkeypatch):
     problem, _, _ = _problem(m=30, d=2)
     _patch_solver(monkeypatch, lambda s: "raise")
-    _w, cert = solve_certified(problem, 1e-5, ERMSettings(cutting_plane_iterations=5000))
+    _w, cert = solve_certified(problem, 1e-5, ERMSettings(method="conic", cutting_plane_iterations=5000))
     assert cert.certified and "cutting-plane" in cert.method
     with pytest.raises(CertificationError, match="nothing was released"):
-        solve_certified(problem, 1e-9, ERMSettings(cutting_plane_iterations=3))
+        solve_certified(problem, 1e-9, ERMSettings(method="conic", cutting_plane_iterations=3))
 
 
 def test_time_out_never_releases_an_uncertified_point():
     problem, _, _ = _problem(m=200)
-    tiny = ERMSettings(conic=ConicSettings(time_limit=1e-7, max_iter=1), cutting_plane_iterations=2000)
+    tiny = ERMSettings(method="conic", conic=ConicSettings(time_limit=1e-7, max_iter=1),
+                       cutting_plane_iterations=2000)
     try:
         w, cert = solve_certified(problem, 1e-6, tiny)
     except CertificationError:
@@ -139,7 +140,8 @@ def test_failed_certification_draws_no_noise_and_spends_nothing(monkeypatch):
     with pytest.raises(CertificationError):
         PrivateProblem(model).solve({"x": task.X_train, "y": task.y_train}, epsilon=1.0, moment_k=4,
                                     G_k=task.G(4.0), algorithm="output-perturbation", random_state=src,
-                                    erm=ERMSettings(cutting_plane_iterations=2), tail_share=0.0)
+                                    erm=ERMSettings(method="conic", cutting_plane_iterations=2),
+                                    tail_share=0.0)
     assert src.draws == 0
 
 
@@ -178,8 +180,14 @@ def _nan_lower_bounds(monkeypatch):
     def nan_bound(problem, cuts):
         return math.nan, np.full(len(cuts), 1.0 / len(cuts))
 
+    real_master = cvxdp.erm.bundle.bundle_master
+
+    def nan_master(problem, cuts, kinks=None, prox=None):
+        return real_master(problem, cuts, kinks, prox)._replace(lower=math.nan)
+
     monkeypatch.setattr("cvxdp.erm.solver.bundle_lower_bound", nan_bound)
     monkeypatch.setattr("cvxdp.erm.cutting_plane.bundle_lower_bound", nan_bound)
+    monkeypatch.setattr("cvxdp.erm.bundle.bundle_master", nan_master)
 
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)

@@ -1,24 +1,32 @@
 """A bundle method for the regularized extension ERM, driven by aggregated oracle output only.
 
-``F(w) = (1/m) Σ f_{C,U}(w, z_i) + (λ/2)||w − w₀||²`` is minimized over ``U`` by the bundle method
-for regularized risk (Kelley's cutting planes on the loss with the regularizer kept exact, as in
-Teo, Vishwanathan, Smola and Le's BMRM, 2010): at each point ``w_t ∈ U`` one pass of the certified
-oracle over the examples gives the upper bound ``F(w_t)`` and the averaged minorant
-``ℓ_t(w) = <ḡ_t, w> + β̄_t + (λ/2)||w − w₀||² ≤ F(w)`` on ``U``; the next point minimizes the model
-``max_t ℓ_t`` over ``U`` (:func:`~cvxdp.erm.problem.bundle_master`).  For a ``λ``-strongly convex
-objective whose loss part is ``G``-Lipschitz, the model gap falls below ``ε`` after
-``O(G²/(λε))`` passes (BMRM's bound); on the piecewise-linear losses we fit it takes tens of passes
-in practice (measured in ``benchmarks/bench_erm_solvers.py``).
+``F(w) = (1/m) Σ f_{C,U}(w, z_i) + (λ/2)||w − w₀||²`` is minimized over ``U`` by a proximal bundle
+method for regularized risk (Kelley's cutting planes on the loss with the regularizer kept exact, as
+in Teo, Vishwanathan, Smola and Le's BMRM, 2010, stabilized by a proximal term around the best point
+as in Kiwiel's proximal bundle method): at each point ``w_t ∈ U`` one pass of the certified oracle
+over the examples gives the upper bound ``F(w_t)`` and the averaged minorant
+``ℓ_t(w) = <ḡ_t, w> + β̄_t + (λ/2)||w − w₀||² ≤ F(w)`` on ``U``; the next point minimizes
+``max_t ℓ_t(w) + (μ/2)||w − w_best||²`` over ``U`` (:func:`~cvxdp.erm.problem.bundle_master`), with
+``μ`` halved after a step that improved on ``w_best`` and doubled after one that did not.  For a
+``λ``-strongly convex objective whose loss part is ``G``-Lipschitz, the model gap falls below ``ε``
+after ``O(G²/(λε))`` passes (BMRM's bound).
 
-Only sums over examples reach the method — the cut ``(ḡ_t, β̄_t)`` and the value — so the passes can
-run where the data are (partitions on workers) and be reduced at the driver.
+Piecewise-linear objectives converge slowly near their minimizer, which sits on the kinks of a few
+rows; once the ball ``B(w_best, sqrt(2·gap/λ))`` that holds the minimizer meets few kinks, those
+rows enter the master program exactly (:mod:`cvxdp.erm.kinks`) and the next pass or two close the
+gap (measured in ``benchmarks/bench_erm_solvers.py``).
+
+Only sums over examples reach the method — the cut ``(ḡ_t, β̄_t)`` and the value — plus the pieces of
+the few kink rows, so the passes can run where the data are (partitions on workers) and be reduced
+at the driver.
 
 The certificate is the one every release path uses: the upper bound is the oracle's certified
 value at a point we made feasible ourselves, the lower bound the certified minimum of a convex
-combination of the cuts (rounding charged), and the point is released only if ``upper − lower ≤ α``
-(the caller's gate, which fails closed on NaN).  The master program only proposes points and
-weights.  Memory is bounded by keeping the cuts with positive weight, the newest ones and the
-aggregated cut ``Σθ_t ℓ_t`` (a valid minorant itself), which keeps the model's minimum from falling.
+combination of the cuts (and of each kink row's pieces), rounding charged, without the proximal
+term — it only moves the proposals — and the point is released only if ``upper − lower ≤ α`` (the
+caller's gate, which fails closed on NaN).  The master program only proposes points and weights.
+Memory is bounded by keeping the cuts with positive weight, the newest ones and the aggregated cut
+``Σθ_t ℓ_t`` (a valid minorant itself), which keeps the model's minimum from falling.
 """
 
 from __future__ import annotations
@@ -29,7 +37,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cvxdp.erm.kinks import KinkRows
 from cvxdp.erm.problem import Cut, RegularizedERM, bundle_master, evaluate_upper
+from cvxdp.extension.certificates import certified_inner_points
+
+#: Most kink rows the master program takes exactly (its size grows with them).
+KINK_CAP = 2000
+#: The proximal weight's start, in units of λ (then halved after an improving step, doubled after another).
+PROX = 1.0
 
 
 @dataclass
@@ -44,37 +59,70 @@ class BundleResult:
 
 
 def bundle_method(problem: RegularizedERM, alpha: float, start: np.ndarray, *, max_iterations: int = 500,
-                  oracle_tolerance: float | None = None, memory: int = 40) -> BundleResult:
+                  oracle_tolerance: float | None = None, memory: int = 40,
+                  kink_cap: int | None = KINK_CAP, prox: float | None = PROX) -> BundleResult:
     """Minimize ``F`` over ``U`` from ``start`` until the certified gap is ``≤ α`` (or the cap).
 
     Each iteration is one aggregated oracle pass and one master program with at most ``memory``
-    cuts plus the aggregate.  Fails closed: a NaN upper bound is never the best; a master program
-    that gives no point, or a point we cannot make feasible, stops the run with what is certified;
-    the running lower bound is the largest valid one (``−∞`` if none).
+    cuts plus the aggregate, and the proximal weight ``μ`` starting at ``prox · λ`` (``prox=None``:
+    none, the plain BMRM step).  Once the ball ``B(w_best, sqrt(2·gap/λ))``, which holds the
+    minimizer, meets the kinks of at most ``min(kink_cap, m/10)`` rows (two-piece losses in closed
+    form), those rows enter the master program exactly and the cuts leave them out
+    (:mod:`cvxdp.erm.kinks`; the cuts start afresh); ``kink_cap=None`` keeps plain cuts.  Fails
+    closed: a NaN upper bound is never the best; a master program that gives no point, or a point we
+    cannot make feasible, stops the run with what is certified; the running lower bound is the largest
+    valid one (``−∞`` if none).
     """
     t0 = time.perf_counter()
     region = problem.feasible_set
     tol = oracle_tolerance if oracle_tolerance is not None else alpha / 20.0
-    x = region.make_feasible(np.asarray(start, float)[None, :])[0]
+    x = _query_point(region, np.asarray(start, float))
     best_w, best_upper, lower = x.copy(), math.inf, -math.inf
     cuts: list[Cut] = []
+    kinks: KinkRows | None = None
+    mu = None if prox is None else prox * problem.lam
+    cap = None if kink_cap is None else max(min(kink_cap, problem.m // 10), 1)
     passes = 0
-    for passes in range(1, max_iterations + 1):  # noqa: B007 (the count is returned)
-        upper, cut = evaluate_upper(problem, x, tol)
+    for passes in range(1, max_iterations + 1):
+        upper, cut = evaluate_upper(problem, x, tol, None if kinks is None else kinks.index)
+        serious = upper < best_upper
         if upper < best_upper:  # False for NaN
             best_upper, best_w = upper, x.copy()
         cuts.append(cut)
-        master = bundle_master(problem, cuts)
+        if mu is not None and passes > 1:
+            # a step that improved on the best point lets the next one go farther, one that did not
+            # keeps the next one closer
+            mu = max(mu / 2.0, 1e-3 * problem.lam) if serious else min(mu * 2.0, 1e6 * problem.lam)
+        master = bundle_master(problem, cuts, kinks, prox=None if mu is None else (mu, best_w))
         if not math.isnan(master.lower):
             lower = max(lower, master.lower)
         if best_upper - lower <= alpha or master.point is None:
             break
+        finder = getattr(problem, "kink_rows", None)
+        if (finder is not None and cap is not None and kinks is None
+                and math.isfinite(best_upper - lower)):
+            radius = math.sqrt(2.0 * (best_upper - lower) / problem.lam) * (1.0 + 1e-6)
+            found = finder(best_w, radius, cap)
+            # every row whose kink may hold the minimizer, once they are few enough
+            if found is not None and found.count and not found.truncated:
+                # the cuts so far cover the kink rows too: the model starts afresh at the best point
+                kinks, cuts, x = found, [], best_w.copy()
+                continue
         cuts = _kept(cuts, master.theta, master.aggregate, memory)
-        x = region.make_feasible(master.point[None, :])[0]
+        x = _query_point(region, master.point)
         if not (np.all(np.isfinite(x)) and bool(region.contains(x[None, :])[0])):
             break
     return BundleResult(w=best_w, upper=best_upper, lower=lower, iterations=passes,
                         seconds=time.perf_counter() - t0)
+
+
+def _query_point(region, point: np.ndarray) -> np.ndarray:
+    """The master's proposal made feasible and, where the region has an exact membership test, pulled
+    toward its interior point until the test vouches for it (a move of a few ulps): the oracle's
+    closed forms need the query point in ``U`` exactly (:mod:`cvxdp.extension.tight`); any point of
+    ``U`` is a valid query, so this changes no bound."""
+    feasible = region.make_feasible(point[None, :])
+    return certified_inner_points(region, feasible)[0][0]
 
 
 def _kept(cuts: list[Cut], theta: np.ndarray, aggregate: Cut | None, memory: int) -> list[Cut]:

@@ -28,15 +28,17 @@ from typing import NamedTuple
 import numpy as np
 
 from cvxdp._validation import finite_array, positive_finite
+from cvxdp.erm.kinks import KinkRows, kink_candidates, kink_rows, two_piece
 from cvxdp.error import DataError
 from cvxdp.extension import LipschitzExtension
 from cvxdp.extension.affine_reduction import AffineReduction, affine_reduction
 from cvxdp.extension.record_scaling import RecordScaling, scale_steep_records
-from cvxdp.geometry import Domain
+from cvxdp.extension.tight import closed_form_rows
+from cvxdp.geometry import Ball, Domain, Lens
 from cvxdp.geometry.certified import distance_lower_bound
 from cvxdp.loss import Examples
 from cvxdp.model import Model
-from cvxdp.numerics import EPS, rounding_margin
+from cvxdp.numerics import EPS, accurate_sum, rounding_margin, row_scales, weighted_row_sum
 
 
 @dataclass
@@ -66,6 +68,7 @@ class RegularizedERM:
     w_domain: Domain | None = None
     extension: LipschitzExtension = field(init=False, repr=False)
     _offsets: np.ndarray | None = field(init=False, repr=False, default=None)
+    _tight_data: object = field(init=False, repr=False, default=None)
     reduction: AffineReduction = field(init=False, repr=False)
     scaling: RecordScaling = field(init=False, repr=False)
 
@@ -115,19 +118,116 @@ class RegularizedERM:
             self._offsets = self.extension.level_offsets(self.examples)
         return self._offsets
 
-    def upper_and_cut(self, w: np.ndarray, tolerance: float) -> tuple[float, Cut]:
-        """One oracle pass at ``w``: the certified upper bound of ``F(w)`` and the averaged minorant."""
-        ev = self.extension.evaluate(w, self.examples, tolerance=tolerance, offsets=self.offsets)
+    def kink_rows(self, w: np.ndarray, radius: float, cap: int) -> KinkRows | None:
+        """The rows whose kink meets ``B(w, radius)`` with their exact pieces (:mod:`cvxdp.erm.kinks`; the
+        ``cap`` nearest ones, ``truncated``, if more qualify), or ``None`` if the model does not apply (no
+        two-piece closed form)."""
+        lean = self._tight_pass_data()
+        if lean is None or not two_piece(lean.link):
+            return None
+        if lean.kinks is None:
+            lean.kinks = kink_candidates(lean.link, lean.a_norm, lean.candidates)
+        eligible, kink = lean.kinks
+        return kink_rows(w, radius, lean.a, lean.b, lean.link, lean.a_norm, eligible, kink, self.C,
+                         self.feasible_set.norm_bound(), cap)
+
+    def upper_and_cut(self, w: np.ndarray, tolerance: float, exclude: np.ndarray | None = None
+                      ) -> tuple[float, Cut]:
+        """One oracle pass at ``w``: the certified upper bound of ``F(w)`` and the averaged minorant.
+
+        Rows with a closed form at ``w`` (tight or clipped, :mod:`cvxdp.extension.tight`) contribute
+        their exact bounds and slopes ``π_i a_i`` as sums, without per-row vectors; the others go
+        through the oracle.  Each row's bounds are those :meth:`LipschitzExtension.evaluate
+        <cvxdp.extension.LipschitzExtension.evaluate>` gives it (the same functions of the row).
+
+        ``exclude`` (row indices, e.g. the kink rows the caller models exactly) leaves rows out of the
+        cut, which then bounds ``(1/m) Σ_{i ∉ exclude} f_{C,U}(·, z_i)`` plus the regularizer; the
+        upper bound always covers every row.
+        """
+        w = np.asarray(w, dtype=float)
+        lean = self._tight_pass_data()
         reg = self.regularizer(w)
-        upper = float(np.mean(ev.upper)) + reg
-        upper += float(rounding_margin(np.sum(np.abs(ev.upper)) / self.m, reg))
-        return upper, average_cut(self, ev.subgradient, ev.intercept)
+        cut_rows = np.ones(self.m, dtype=bool)
+        if exclude is not None:
+            cut_rows[np.asarray(exclude, dtype=np.int64)] = False
+        if lean is None:
+            ev = self.extension.evaluate(w, self.examples, tolerance=tolerance, offsets=self.offsets)
+            total, error = accurate_sum(ev.upper)
+            cut = average_cut(self, ev.subgradient[cut_rows], ev.intercept[cut_rows])
+        else:
+            total, error, cut = self._tight_pass(w, tolerance, lean, cut_rows)
+        upper = float(total) / self.m + reg
+        upper += float(error) / self.m + float(rounding_margin(float(total) / self.m, reg))
+        return upper, cut
+
+    def _tight_pass_data(self) -> _TightPassData | None:
+        """What the sums-only pass reads, made once per problem (``None`` where it does not apply:
+        the closed form's setting — generalized-linear rows on a ball or lens — is required)."""
+        if self._tight_data is None:
+            ext = self.extension
+            glm = None
+            if (ext.certification == "E.3 dual" and ext.settings.closed_form
+                    and isinstance(self.region, Ball | Lens)):
+                glm = self.examples.glm()
+            if glm is None:
+                self._tight_data = False
+            else:
+                a, b, link = glm
+                shifted = np.asarray(self.offsets != 0, dtype=bool)
+                self._tight_data = _TightPassData(
+                    a=a, b=b, link=link, a_norm=np.linalg.norm(a, axis=1),
+                    candidates=np.asarray(glm.is_glm, dtype=bool) & ~shifted,
+                    scales=row_scales(a))
+        return self._tight_data or None
+
+    def _tight_pass(self, w: np.ndarray, tolerance: float, lean: _TightPassData, cut_rows: np.ndarray
+                    ) -> tuple[float, float, Cut]:
+        solved = closed_form_rows(w, lean.a, lean.b, lean.link, self.C, self.region, lean.a_norm,
+                                  lean.candidates)
+        # a solved row whose bracket misses the tolerance is the oracle's (it goes to the exact path)
+        keep = solved.upper - solved.lower <= tolerance
+        done = solved.rows[keep]
+        in_cut = cut_rows[done]
+        coef = np.zeros(self.m)
+        coef[done[in_cut]] = solved.pi[keep][in_cut]
+        g_sum, g_err = weighted_row_sum(lean.a, coef, lean.scales)
+        uppers, betas, g_rows = [solved.upper[keep]], [solved.beta[keep][in_cut]], []
+        rest = np.ones(self.m, dtype=bool)
+        rest[done] = False
+        rest = np.nonzero(rest)[0]
+        if rest.size:
+            ev = self.extension.evaluate(w, self.examples.subset(rest), tolerance=tolerance,
+                                         offsets=self.offsets[rest])
+            uppers.append(ev.upper)
+            betas.append(ev.intercept[cut_rows[rest]])
+            g_rows.append(ev.subgradient[cut_rows[rest]])
+        total, error = accurate_sum(np.concatenate(uppers))
+        beta_sum, beta_err = accurate_sum(np.concatenate(betas))
+        if g_rows and g_rows[0].shape[0]:
+            rest_sum, rest_err = accurate_sum(np.concatenate(g_rows))
+            g_sum, both_err = accurate_sum(np.stack([g_sum, rest_sum]))
+            g_err = g_err + rest_err + both_err
+        return total, error, cut_from_sums(self, g_sum, g_err, float(beta_sum), float(beta_err))
 
     def lipschitz_bound(self) -> float:
         """A bound on ``F``'s Lipschitz constant on ``U``: ``C + λ (diam U + dist(w₀, U))``."""
         c, r = self.feasible_set.bounding_ball()
         reach = float(np.linalg.norm(self.w0 - c)) + r
         return self.C + self.lam * reach
+
+
+@dataclass
+class _TightPassData:
+    """Per-problem arrays of the sums-only pass: the GLM form, ``fl(||a_i||)``, the rows that may be
+    tight (generalized linear, no level offset) and ``max_j |a_ij|`` per row."""
+
+    a: np.ndarray
+    b: np.ndarray
+    link: object
+    a_norm: np.ndarray
+    candidates: np.ndarray
+    scales: np.ndarray
+    kinks: tuple[np.ndarray, np.ndarray] | None = None
 
 
 @dataclass
@@ -201,29 +301,42 @@ def model_minimum(problem: RegularizedERM, g: np.ndarray, beta: float) -> float:
     return bound if math.isfinite(bound) else -math.inf
 
 
-def evaluate_upper(problem: RegularizedERM, w: np.ndarray, tolerance: float) -> tuple[float, Cut]:
+def evaluate_upper(problem: RegularizedERM, w: np.ndarray, tolerance: float,
+                   exclude: np.ndarray | None = None) -> tuple[float, Cut]:
     """Certified ``F(w)`` upper bound at a point of the feasible set, and the oracle's cut at ``w``
-    (one aggregated oracle pass: :meth:`RegularizedERM.upper_and_cut`, or a partitioned problem's)."""
-    return problem.upper_and_cut(w, tolerance)
+    (one aggregated oracle pass: :meth:`RegularizedERM.upper_and_cut`, or a partitioned problem's),
+    the cut leaving out the rows ``exclude``."""
+    if exclude is None:
+        return problem.upper_and_cut(w, tolerance)
+    return problem.upper_and_cut(w, tolerance, exclude=exclude)
 
 
 def average_cut(problem: RegularizedERM, g: np.ndarray, beta: np.ndarray) -> Cut:
     """The mean of per-example minorants ``<g_i, w> + β_i`` as one cut, rounded down safely.
 
-    Sums are exactly rounded (``math.fsum``), so the mean's error is about ``2ε`` of
-    its own size; the slope's error ``δg`` costs at most ``||δg|| max_U ||w||``,
-    which is taken off the intercept.
+    Sums come with a certified error bound (:func:`~cvxdp.numerics.accurate_sum`, about ``ε`` of
+    their own size); the division by ``m`` adds ``ε/2``; the slope's error ``δg`` costs at most
+    ``||δg|| max_U ||w||``, which is taken off the intercept with the intercept's own error.
     """
+    sums, errors = accurate_sum(np.column_stack([np.asarray(g, float), np.asarray(beta, float)]))
+    return cut_from_sums(problem, sums[:-1], errors[:-1], float(sums[-1]), float(errors[-1]))
+
+
+def cut_from_sums(problem: RegularizedERM, g_sum: np.ndarray, g_err: np.ndarray, beta_sum: float,
+                  beta_err: float) -> Cut:
+    """The averaged cut from the sums ``Σ g_i`` and ``Σ β_i`` and bounds on their errors (per
+    coordinate for the slopes): the slope's error costs ``||δg|| max_U ||w||`` on ``U``, which is
+    taken off the intercept with the intercept's own error and the division's rounding."""
     m = problem.m
-    try:
-        g_bar = np.array([math.fsum(col) for col in np.asarray(g, float).T]) / m
-        beta_bar = math.fsum(np.asarray(beta, float)) / m
-    except (OverflowError, ValueError):  # sums beyond float range: no usable cut
-        return Cut(g=np.zeros(np.shape(g)[1]), beta=-math.inf)
-    if not (np.all(np.isfinite(g_bar)) and math.isfinite(beta_bar)):
-        return Cut(g=np.zeros_like(g_bar), beta=-math.inf)
+    with np.errstate(over="ignore", invalid="ignore"):
+        g_bar, beta_bar = np.asarray(g_sum, float) / m, float(beta_sum) / m
+        g_err, beta_err = float(np.linalg.norm(g_err)) / m * (1.0 + 4.0 * EPS), float(beta_err) / m
+    if not (np.all(np.isfinite(g_bar)) and math.isfinite(beta_bar) and math.isfinite(g_err)
+            and math.isfinite(beta_err)):  # sums beyond float range: no usable cut
+        return Cut(g=np.zeros(np.shape(g_bar)[0]), beta=-math.inf)
     reach = problem.feasible_set.norm_bound()
-    margin = 4.0 * EPS * (abs(beta_bar) + float(np.linalg.norm(g_bar)) * reach)
+    margin = (beta_err + g_err * reach
+              + 4.0 * EPS * (abs(beta_bar) + float(np.linalg.norm(g_bar)) * reach))
     if not math.isfinite(beta_bar - margin):  # a margin beyond float range: no usable cut
         return Cut(g=np.zeros_like(g_bar), beta=-math.inf)
     return Cut(g=g_bar, beta=beta_bar - margin)
@@ -248,7 +361,8 @@ class BundleMaster(NamedTuple):
     aggregate: Cut | None
 
 
-def bundle_master(problem: RegularizedERM, cuts: list[Cut]) -> BundleMaster:
+def bundle_master(problem: RegularizedERM, cuts: list[Cut], kinks: KinkRows | None = None,
+                  prox: tuple[float, np.ndarray] | None = None) -> BundleMaster:
     """The best certified lower bound from a convex combination of cuts, with the master program's
     minimizer (the next point of :func:`~cvxdp.erm.bundle.bundle_method`) and the aggregated cut.
 
@@ -258,34 +372,50 @@ def bundle_master(problem: RegularizedERM, cuts: list[Cut]) -> BundleMaster:
     evaluates ``min_U Σ θ_j ℓ_j`` with :func:`model_minimum`.  The solver only
     proposes ``θ``; the bound is ours.
 
+    With ``kinks`` (:class:`~cvxdp.erm.kinks.KinkRows`), the cuts leave those rows out and the model
+    adds ``(1/m) Σ_{i∈K} max_j p_ij(w)``, each row's exact pieces; the bound then combines the cuts
+    with weights ``θ`` and each kink row's pieces with weights ``ρ_i`` in its own simplex (the
+    multipliers of its piece rows, times ``m``, projected), so it is again one affine minorant of
+    ``F`` plus the regularizer, minimized in closed form.
+
+    With ``prox = (μ, c)`` the program adds ``(μ/2)||w − c||²``: its minimizer is the proposal of a
+    proximal bundle step, and its weights are combined and bounded exactly as above, *without* that
+    term — any weights give a valid bound, so it stays one.
+
     Fails closed.  A cut with a non-finite intercept or slope is dropped *before* the
     combination: ``β_j = −∞`` is a vacuous minorant (the oracle could not certify one), and
     ``θ_j · β_j`` with ``θ_j = 0`` would be ``0 · (−∞) = NaN``.  Dropping a cut only shrinks the
     set of combinations, so the bound stays valid.  With no usable cut the bound is ``−∞``; a
-    non-finite combination falls back to the best single cut; the result is never NaN.
-    Returns a :class:`BundleMaster`; ``θ`` is over *all* the given cuts (zero on dropped ones; all
-    zero when no cut is usable).
+    non-finite combination falls back to the best single cut (without kink rows); the result is
+    never NaN.  Returns a :class:`BundleMaster`; ``θ`` is over *all* the given cuts (zero on
+    dropped ones; all zero when no cut is usable).
     """
     theta_all = np.zeros(len(cuts))
     usable = [j for j, c in enumerate(cuts)
               if math.isfinite(float(c.beta)) and np.all(np.isfinite(np.asarray(c.g, dtype=float)))]
     if not usable:
         return BundleMaster(-math.inf, theta_all, None, None)
-    if len(usable) == 1:
+    if kinks is not None and kinks.count == 0:
+        kinks = None
+    if len(usable) == 1 and kinks is None and prox is None:
         theta_all[usable[0]] = 1.0
         c = cuts[usable[0]]
         point = problem.feasible_set.project((problem.w0 - c.g / problem.lam)[None, :])[0]
         return BundleMaster(model_minimum(problem, c.g, c.beta), theta_all, point, c)
     cuts = [cuts[j] for j in usable]
+    import scipy.sparse as sp
+
     from cvxdp.conic.cones import Cone
     from cvxdp.conic.program import ConicSettings, ProgramBuilder, solve
     from cvxdp.geometry import project_onto_simplex
 
-    d = problem.dim
+    d, m = problem.dim, problem.m
     G = np.stack([c.g for c in cuts])
     B = np.array([c.beta for c in cuts])
+    nk = 0 if kinks is None else kinks.count
     rows = problem.feasible_set.cone_rows()
-    n = d + 1 + rows.n_aux
+    n = d + 1 + nk + rows.n_aux
+    aux0 = d + 1 + nk
     builder = ProgramBuilder(n)
     # s_j = s − g_jᵀ w − β_j ≥ 0   →  A x = g_jᵀ w − s, b = −β_j
     k = len(cuts)
@@ -293,45 +423,72 @@ def bundle_master(problem: RegularizedERM, cuts: list[Cut]) -> BundleMaster:
     cc = np.concatenate([np.tile(np.arange(d), k), np.full(k, d)])
     vv = np.concatenate([G.ravel(), -np.ones(k)])
     builder.add_rows(rr, cc, vv, -B, [Cone("nonneg", k)])
+    if nk:
+        # t_i − g_ijᵀ w − β_ij ≥ 0 for each kink row i and piece j (rows 2i, 2i + 1)
+        Gk = kinks.g.reshape(2 * nk, d)
+        piece = np.arange(2 * nk)
+        rr = np.concatenate([np.repeat(piece, d), piece])
+        cc = np.concatenate([np.tile(np.arange(d), 2 * nk), d + 1 + piece // 2])
+        vv = np.concatenate([Gk.ravel(), -np.ones(2 * nk)])
+        builder.add_rows(rr, cc, vv, -kinks.beta.ravel(), [Cone("nonneg", 2 * nk)])
     ar, ac = np.nonzero(rows.A_y)
     extra_r, extra_c, extra_v = [ar], [ac], [rows.A_y[ar, ac]]
     if rows.n_aux:
         xr, xc = np.nonzero(rows.A_aux)
         extra_r.append(xr)
-        extra_c.append(d + 1 + xc)
+        extra_c.append(aux0 + xc)
         extra_v.append(rows.A_aux[xr, xc])
     builder.add_rows(np.concatenate(extra_r), np.concatenate(extra_c), np.concatenate(extra_v),
                      rows.b, rows.cones)
     q = np.zeros(n)
     q[:d] = -problem.lam * problem.w0
     q[d] = 1.0
-    import scipy.sparse as sp
-
-    P = sp.diags(np.concatenate([np.full(d, problem.lam), np.zeros(n - d)]), format="csc")
+    q[d + 1:d + 1 + nk] = 1.0 / m
+    mu = 0.0
+    if prox is not None:
+        mu = float(prox[0])
+        q[:d] -= mu * np.asarray(prox[1], float)
+    P = sp.diags(np.concatenate([np.full(d, problem.lam + mu), np.zeros(n - d)]), format="csc")
     sol = solve(builder.build(q, P), ConicSettings(tol=1e-11, max_iter=300))
-    theta = None
-    if sol.usable and np.all(np.isfinite(sol.z[:k])):
+    theta = rho = None
+    if sol.usable and np.all(np.isfinite(sol.z[:k + 2 * nk])):
         theta = project_onto_simplex(np.maximum(sol.z[:k], 0.0)[None, :])[0]
         total = math.fsum(theta)
         theta = theta / total if total > 0 and np.all(np.isfinite(theta)) else None
+        if nk:
+            rho = project_onto_simplex(np.maximum(m * sol.z[k:k + 2 * nk], 0.0).reshape(nk, 2))
     if theta is None:  # no usable weights: the best single cut (model_minimum is never NaN)
         theta = np.eye(k)[int(np.argmax([model_minimum(problem, c.g, c.beta) for c in cuts]))]
+    if nk and (rho is None or not np.all(np.isfinite(rho))):
+        rho = np.full((nk, 2), 0.5)  # any weights in each row's simplex give a valid bound
     # Σθ_j ℓ_j is a minorant when Σθ = 1; after rounding Σθ = 1 + δ, which moves the combination
     # by |δ| times the cuts' size on U — charged below, with the rounding of θ·G and θ·B
     g = theta @ G
     beta = float(theta @ B)
     reach = problem.feasible_set.norm_bound()
-    slack = (k + 64.0) * EPS * (float(np.abs(theta) @ np.abs(B))
-                                + float(np.abs(theta) @ np.linalg.norm(G, axis=1)) * reach
-                                + problem.lam * (reach + float(np.linalg.norm(problem.w0))) ** 2)
+    size = (float(np.abs(theta) @ np.abs(B)) + float(np.abs(theta) @ np.linalg.norm(G, axis=1)) * reach
+            + problem.lam * (reach + float(np.linalg.norm(problem.w0))) ** 2)
+    if nk:
+        # each row's pieces weighted in its simplex (Σ_j ρ_ij = 1 up to rounding, charged like θ's)
+        g = g + np.einsum("kj,kjd->d", rho, kinks.g) / m
+        beta = beta + float(np.einsum("kj,kj->", rho, kinks.beta)) / m
+        size += (float(np.einsum("kj,kj->", rho, np.abs(kinks.beta)))
+                 + float(np.einsum("kj,kj->", rho, np.linalg.norm(kinks.g, axis=2))) * reach) / m
+    slack = (k + 2 * nk + 64.0) * EPS * size
     bound = model_minimum(problem, g, beta - slack)
-    # a single cut is sometimes better than a poorly solved combination
-    singles = [model_minimum(problem, c.g, c.beta) for c in cuts[-3:]]
+    # a single cut is sometimes better than a poorly solved combination (not a minorant of F alone
+    # when kink rows are left out of the cuts)
+    singles = [] if nk else [model_minimum(problem, c.g, c.beta) for c in cuts[-3:]]
     theta_all[usable] = theta
-    # every candidate is a valid lower bound or −∞ (model_minimum never returns NaN); drop NaN anyway,
+    # every candidate is a valid lower bound or −∞ (model_minimum is never NaN); drop NaN anyway,
     # since Python's max keeps a leading NaN
     candidates = [v for v in (bound, *singles) if not math.isnan(v)]
     point = sol.x[:d].copy() if sol.usable and np.all(np.isfinite(sol.x[:d])) else None
-    usable_sum = np.all(np.isfinite(g)) and math.isfinite(beta - slack)
-    aggregate = Cut(g=g, beta=beta - slack) if usable_sum else None
+    # the aggregate of the cuts alone (a minorant of the rows the cuts cover), for the bundle's memory
+    g_cuts, beta_cuts = theta @ G, float(theta @ B)
+    slack_cuts = (k + 64.0) * EPS * (float(np.abs(theta) @ np.abs(B))
+                                     + float(np.abs(theta) @ np.linalg.norm(G, axis=1)) * reach
+                                     + problem.lam * (reach + float(np.linalg.norm(problem.w0))) ** 2)
+    usable_sum = np.all(np.isfinite(g_cuts)) and math.isfinite(beta_cuts - slack_cuts)
+    aggregate = Cut(g=g_cuts, beta=beta_cuts - slack_cuts) if usable_sum else None
     return BundleMaster(max(candidates) if candidates else -math.inf, theta_all, point, aggregate)

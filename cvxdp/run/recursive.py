@@ -46,7 +46,7 @@ def recursive_localization(model: Model, examples: Examples, batch: BatchPlan, *
     solved by the bundle method, which needs only their sums); the round's noise is drawn here.
     """
     W = model.domain
-    if passes is not None and (erm is None or erm.method == "conic"):
+    if passes is not None and (erm is None or erm.method in ("auto", "conic")):
         erm = replace(erm or ERMSettings(), method="bundle")  # the joint program needs every example
     region = W
     steps: list[LocalizationStep] = []

@@ -43,6 +43,7 @@ from cvxdp.privacy.ledger import PrivacyLedger
 from cvxdp.privacy.random import noise_source
 from cvxdp.run.executor import Executor, get_executor
 from cvxdp.run.fit import run_fit
+from cvxdp.run.partitions import Partitions
 from cvxdp.run.release import LocalizationStep
 from cvxdp.structure import GenericStructure
 
@@ -289,8 +290,12 @@ class PrivateProblem:
                                  "other processes; use random_state=None, a seed, or the serial executor.")
         if accountant is not None:
             _charge_accountant(accountant, inputs, random_state)
-        examples = self.model.bind(data)
-        inputs = inputs.with_n(examples.m)
+        if executor.data_parallel:  # bound and validated where the rows live (cvxdp.run.partitions)
+            examples = Partitions.from_data(self.model, data, executor)
+            inputs = inputs.with_n(examples.n)
+        else:
+            examples = self.model.bind(data)
+            inputs = inputs.with_n(examples.m)
         source = noise_source(random_state)
         ledger = PrivacyLedger(inputs.n, inputs.epsilon)
         timings: dict[str, float] = {"validation": time.perf_counter() - t0}

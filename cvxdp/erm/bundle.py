@@ -7,7 +7,8 @@ as in Kiwiel's proximal bundle method): at each point ``w_t ∈ U`` one pass of 
 over the examples gives the upper bound ``F(w_t)`` and the averaged minorant
 ``ℓ_t(w) = <ḡ_t, w> + β̄_t + (λ/2)||w − w₀||² ≤ F(w)`` on ``U``; the next point minimizes
 ``max_t ℓ_t(w) + (μ/2)||w − w_best||²`` over ``U`` (:func:`~cvxdp.erm.problem.bundle_master`), with
-``μ`` halved after a step that improved on ``w_best`` and doubled after one that did not.  For a
+``μ`` halved after a step that improved on ``w_best`` and doubled after one that did not, within
+``[10⁻³ λ, 10 λ]``.  For a
 ``λ``-strongly convex objective whose loss part is ``G``-Lipschitz, the model gap falls below ``ε``
 after ``O(G²/(λε))`` passes (BMRM's bound).
 
@@ -43,8 +44,10 @@ from cvxdp.extension.certificates import certified_inner_points
 
 #: Most kink rows the master program takes exactly (its size grows with them).
 KINK_CAP = 2000
-#: The proximal weight's start, in units of λ (then halved after an improving step, doubled after another).
+#: The proximal weight's start, in units of λ (halved after an improving step, doubled after another).
 PROX = 1.0
+#: The proximal weight's cap, in units of λ (a larger one stalled where every kink meets at the minimizer).
+MU_MAX = 10.0
 
 
 @dataclass
@@ -64,14 +67,14 @@ def bundle_method(problem: RegularizedERM, alpha: float, start: np.ndarray, *, m
     """Minimize ``F`` over ``U`` from ``start`` until the certified gap is ``≤ α`` (or the cap).
 
     Each iteration is one aggregated oracle pass and one master program with at most ``memory``
-    cuts plus the aggregate, and the proximal weight ``μ`` starting at ``prox · λ`` (``prox=None``:
-    none, the plain BMRM step).  Once the ball ``B(w_best, sqrt(2·gap/λ))``, which holds the
-    minimizer, meets the kinks of at most ``min(kink_cap, m/10)`` rows (two-piece losses in closed
-    form), those rows enter the master program exactly and the cuts leave them out
-    (:mod:`cvxdp.erm.kinks`; the cuts start afresh); ``kink_cap=None`` keeps plain cuts.  Fails
-    closed: a NaN upper bound is never the best; a master program that gives no point, or a point we
-    cannot make feasible, stops the run with what is certified; the running lower bound is the largest
-    valid one (``−∞`` if none).
+    cuts plus the aggregate, and the proximal weight ``μ`` starting at ``prox · λ`` and kept in
+    ``[10⁻³ λ, 10 λ]`` (``prox=None``: none, the plain BMRM step).  Once the ball
+    ``B(w_best, sqrt(2·gap/λ))``, which holds the minimizer, meets the kinks of at most
+    ``min(kink_cap, m/10)`` rows (two-piece losses in closed form), those rows enter the master
+    program exactly and the cuts leave them out (:mod:`cvxdp.erm.kinks`; the cuts start afresh);
+    ``kink_cap=None`` keeps plain cuts.  Fails closed: a NaN upper bound is never the best; a master
+    program that gives no point, or a point we cannot make feasible, stops the run with what is
+    certified; the running lower bound is the largest valid one (``−∞`` if none).
     """
     t0 = time.perf_counter()
     region = problem.feasible_set
@@ -92,7 +95,7 @@ def bundle_method(problem: RegularizedERM, alpha: float, start: np.ndarray, *, m
         if mu is not None and passes > 1:
             # a step that improved on the best point lets the next one go farther, one that did not
             # keeps the next one closer
-            mu = max(mu / 2.0, 1e-3 * problem.lam) if serious else min(mu * 2.0, 1e6 * problem.lam)
+            mu = max(mu / 2.0, 1e-3 * problem.lam) if serious else min(mu * 2.0, MU_MAX * problem.lam)
         master = bundle_master(problem, cuts, kinks, prox=None if mu is None else (mu, best_w))
         if not math.isnan(master.lower):
             lower = max(lower, master.lower)

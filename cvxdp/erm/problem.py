@@ -144,21 +144,22 @@ class RegularizedERM:
         cut, which then bounds ``(1/m) Σ_{i ∉ exclude} f_{C,U}(·, z_i)`` plus the regularizer; the
         upper bound always covers every row.
         """
+        return reduce_pass(self, [self.pass_sums(w, tolerance, exclude)], w)
+
+    def pass_sums(self, w: np.ndarray, tolerance: float, exclude: np.ndarray | None = None) -> PassSums:
+        """One oracle pass at ``w`` over this problem's rows, as sums with certified error bounds."""
         w = np.asarray(w, dtype=float)
         lean = self._tight_pass_data()
-        reg = self.regularizer(w)
         cut_rows = np.ones(self.m, dtype=bool)
         if exclude is not None:
             cut_rows[np.asarray(exclude, dtype=np.int64)] = False
         if lean is None:
             ev = self.extension.evaluate(w, self.examples, tolerance=tolerance, offsets=self.offsets)
             total, error = accurate_sum(ev.upper)
-            cut = average_cut(self, ev.subgradient[cut_rows], ev.intercept[cut_rows])
-        else:
-            total, error, cut = self._tight_pass(w, tolerance, lean, cut_rows)
-        upper = float(total) / self.m + reg
-        upper += float(error) / self.m + float(rounding_margin(float(total) / self.m, reg))
-        return upper, cut
+            sums, errors = accurate_sum(np.column_stack([ev.subgradient[cut_rows], ev.intercept[cut_rows]]))
+            return PassSums(self.m, float(total), float(error), sums[:-1], errors[:-1], float(sums[-1]),
+                            float(errors[-1]))
+        return self._tight_pass(w, tolerance, lean, cut_rows)
 
     def _tight_pass_data(self) -> _TightPassData | None:
         """What the sums-only pass reads, made once per problem (``None`` where it does not apply:
@@ -181,7 +182,7 @@ class RegularizedERM:
         return self._tight_data or None
 
     def _tight_pass(self, w: np.ndarray, tolerance: float, lean: _TightPassData, cut_rows: np.ndarray
-                    ) -> tuple[float, float, Cut]:
+                    ) -> PassSums:
         solved = closed_form_rows(w, lean.a, lean.b, lean.link, self.C, self.region, lean.a_norm,
                                   lean.candidates)
         # a solved row whose bracket misses the tolerance is the oracle's (it goes to the exact path)
@@ -207,13 +208,56 @@ class RegularizedERM:
             rest_sum, rest_err = accurate_sum(np.concatenate(g_rows))
             g_sum, both_err = accurate_sum(np.stack([g_sum, rest_sum]))
             g_err = g_err + rest_err + both_err
-        return total, error, cut_from_sums(self, g_sum, g_err, float(beta_sum), float(beta_err))
+        return PassSums(self.m, float(total), float(error), g_sum, g_err, float(beta_sum), float(beta_err))
 
     def lipschitz_bound(self) -> float:
         """A bound on ``F``'s Lipschitz constant on ``U``: ``C + λ (diam U + dist(w₀, U))``."""
         c, r = self.feasible_set.bounding_ball()
         reach = float(np.linalg.norm(self.w0 - c)) + r
         return self.C + self.lam * reach
+
+
+@dataclass(frozen=True)
+class PassSums:
+    """One oracle pass at ``w`` over some rows (a problem's, or a partition's), as sums: of the certified
+    upper bounds of ``f_{C,U}(w, z_i) − κ_i``, and of the minorants' slopes ``g`` and intercepts ``β``
+    over the rows the cut covers — each within its ``*_err`` of the exact sum (per coordinate for
+    ``g``; :func:`~cvxdp.numerics.accurate_sum`).  Only these travel from a partition."""
+
+    m: int
+    upper: float
+    upper_err: float
+    g: np.ndarray
+    g_err: np.ndarray
+    beta: float
+    beta_err: float
+
+
+def reduce_pass(problem: object, parts: list[PassSums], w: np.ndarray) -> tuple[float, Cut]:
+    """The certified upper bound of ``F(w)`` and the averaged cut from the passes of a problem's rows.
+
+    The parts' sums are summed again by :func:`~cvxdp.numerics.accurate_sum` (its error added to the
+    parts' own), so the bound holds whatever the partitioning.  Fails closed: a non-finite sum or bound
+    gives an infinite upper bound or a vacuous cut (``β = −∞``).
+    """
+    m, d = problem.m, problem.dim
+    if sum(p.m for p in parts) != m:
+        return math.inf, Cut(g=np.zeros(d), beta=-math.inf)
+    with np.errstate(invalid="ignore", over="ignore"):
+        uppers, upper_errs = accurate_sum(np.array([p.upper for p in parts]))
+        betas, beta_errs = accurate_sum(np.array([p.beta for p in parts]))
+        gs, g_errs = accurate_sum(np.stack([np.asarray(p.g, float) for p in parts]))
+        upper_err = float(upper_errs) + sum(p.upper_err for p in parts)
+        beta_err = float(beta_errs) + sum(p.beta_err for p in parts)
+        g_err = g_errs + np.sum(np.stack([np.asarray(p.g_err, float) for p in parts]), axis=0)
+    # the errors were added in float: grown by the few additions' rounding
+    grow = 1.0 + (len(parts) + 4.0) * EPS
+    reg = problem.regularizer(w)
+    upper = float(uppers) / m + reg
+    upper += upper_err * grow / m + float(rounding_margin(float(uppers) / m, reg))
+    if not math.isfinite(upper):
+        upper = math.inf
+    return upper, cut_from_sums(problem, gs, g_err * grow, float(betas), beta_err * grow)
 
 
 @dataclass

@@ -26,9 +26,10 @@ Methods (``ERMSettings.method``):
     around ``U``, with its a-priori iteration bound (the paper's E.3 mode).
 ``"bundle"``
     The bundle method of :mod:`cvxdp.erm.bundle` from ``w₀``: one aggregated oracle pass per
-    iteration (only sums over examples), the same certificate, then the cutting-plane refinement
-    if it misses ``α`` (``refine=True``).  The method for data that are not in one process, and
-    ``"auto"``'s choice where the oracle has a closed form.
+    iteration (only sums over examples), the same certificate; if it misses ``α`` (``refine=True``),
+    the joint program when every example is in this process, then the cutting-plane refinement.
+    The method for data that are not in one process, and ``"auto"``'s choice where the oracle has a
+    closed form.
 ``"adaptive-subgradient"``
     Algorithm 4, faithfully, until Proposition 2.8's stopping rule holds (or the
     iteration cap is reached); the average iterate is then released only if its
@@ -100,7 +101,7 @@ class ERMSettings:
     refine: bool = True
     cutting_plane_iterations: int = 5000
     subgradient_iterations: int = 200_000
-    bundle_iterations: int = 500
+    bundle_iterations: int = 200
     oracle_tolerance: float = 0.02
 
     def __post_init__(self) -> None:
@@ -280,6 +281,16 @@ def solve_certified(problem: RegularizedERM, alpha: float, settings: ERMSettings
         else:
             iterations += res.iterations
             record(res.w, res.upper, res.lower, f"bundle ({res.iterations} passes)")
+        missed = best is None or not (best[0] <= alpha)
+        if settings.refine and missed and isinstance(problem, RegularizedERM):
+            # every example is in this process: the joint program, as the "conic" ladder's first rung
+            try:
+                sol = solve_joint(problem, settings.conic)
+                iterations += sol.iterations
+                upper, lower, _ = _certify(problem, sol.w, [sol.cut], alpha, tol)
+                record(sol.w, upper, lower, f"{settings.conic.solver}(tol={settings.conic.tol:.0e})")
+            except (SolverError, CertificationError) as exc:
+                notes.append(f"{settings.conic.solver}(tol={settings.conic.tol:.0e}) failed: {exc}")
         if settings.refine and (best is None or not (best[0] <= alpha)):
             refine()
     elif settings.method == "cutting-plane":

@@ -211,7 +211,8 @@ class TranslatedERM:
     """A regularized extension ERM on ``U`` (w-coordinates) whose solve runs on ``inner`` in ``v = w − o``.
 
     The public fields mirror :class:`~cvxdp.erm.problem.RegularizedERM`'s, in the caller's
-    coordinates (``examples`` as given); ``inner`` is the translated problem (a
+    coordinates (``examples`` as given, ``None`` when they live in partitions); ``inner`` is the
+    translated problem (a
     ``RegularizedERM`` or a :class:`~cvxdp.erm.partitioned.PartitionedERM`).
     :func:`~cvxdp.erm.solver.solve_certified` solves ``inner`` to :func:`translated_accuracy`'s
     ``α'`` and returns ``fl(ṽ + o)`` (see the module's docstring for the argument).
@@ -219,7 +220,7 @@ class TranslatedERM:
 
     inner: object
     origin: np.ndarray
-    examples: Examples
+    examples: Examples | None
     region: Domain
     w0: np.ndarray
     w_domain: Domain | None = None
@@ -269,30 +270,40 @@ def regularized_erm(model: Model, examples: Examples, region: Domain, C: float, 
                     partitions: int | None = None, alpha: float | None = None):
     """The regularized extension ERM on ``region``, translated to a public origin when ``U`` is far out.
 
-    Returns a :class:`~cvxdp.erm.problem.RegularizedERM` (or, with ``executor``, a
+    Returns a :class:`~cvxdp.erm.problem.RegularizedERM` (or, for
+    :class:`~cvxdp.run.partitions.Partitions` or with ``executor``, a
     :class:`~cvxdp.erm.partitioned.PartitionedERM`), wrapped in a :class:`TranslatedERM` when
     :func:`public_origin` gives an origin, every set involved translates, and — for a known
     ``alpha`` — the return's rounding leaves the accuracy budget at least half of its distance.
     Every decision reads public inputs only.
     """
     from cvxdp.erm.partitioned import PartitionedERM
+    from cvxdp.run.partitions import Partitions
 
-    def build(ex, U, start, Wd):
-        if executor is not None:
-            return PartitionedERM(model, ex, U, C, lam, start, executor=executor, partitions=partitions)
+    parts = None
+    if isinstance(examples, Partitions):
+        parts = examples
+    elif executor is not None:
+        parts = Partitions.from_examples(model, examples, executor, partitions or executor.partitions)
+
+    def build(U, start, Wd, origin):
+        if parts is not None:  # the rows are translated where they live
+            return PartitionedERM(model, parts, U, C, lam, start, origin=origin)
+        ex = examples if origin is None else translate_examples(examples, origin)
         return RegularizedERM(model, ex, U, C, lam, start, w_domain=Wd)
 
     frame = public_frame(region, model)
-    if frame is not None and (executor is None or w_domain is None):
+    if frame is not None and (parts is None or w_domain is None):
         origin, U = frame
         Wd = None if w_domain is None else _translated(w_domain, origin)
         if w_domain is None or Wd is not None:
             inner_set = U if Wd is None else Wd
             delta = rounding_of_return(origin, inner_set)
             if alpha is None or translated_accuracy(alpha, lam, delta) is not None:
-                inner = build(translate_examples(examples, origin), U, np.asarray(w0, float) - origin, Wd)
-                return TranslatedERM(inner, origin, examples, region, np.asarray(w0, float), w_domain)
-    return build(examples, region, w0, w_domain)
+                inner = build(U, np.asarray(w0, float) - origin, Wd, origin)
+                held = None if parts is not None else examples
+                return TranslatedERM(inner, origin, held, region, np.asarray(w0, float), w_domain)
+    return build(region, w0, w_domain, None)
 
 
 __all__ = ["FAR", "LEVEL_CAP", "TranslatedERM", "accuracy_equivalent_gap", "public_frame", "public_origin",

@@ -297,13 +297,29 @@ def histogram_bins(low: float, high: float, bins_per_octave: int) -> int:
     return math.ceil(math.log2(high / low) * bins_per_octave)
 
 
+def tail_edges(low: float, high: float, bins_per_octave: int) -> np.ndarray:
+    """The histogram's public bin edges ``low · 2^{j/bins_per_octave}``, ``j = 0..J``."""
+    J = histogram_bins(low, high, bins_per_octave)
+    return low * 2.0 ** (np.arange(J + 1) / bins_per_octave)
+
+
+def tail_counts(model: Model, examples: Examples, edges: np.ndarray) -> np.ndarray:
+    """How many examples' ``A(z_i)`` fall in each bin: below ``edges[0]``, each ``(e_{j−1}, e_j]``, above
+    ``edges[-1]`` — integers (``J + 2`` of them); one example moves one count by one, so partitions'
+    counts add up exactly to the whole data set's, whatever the partitioning."""
+    A = lipschitz_constants(model, examples)
+    return np.bincount(np.searchsorted(edges, A, side="left"), minlength=edges.size + 1).astype(np.int64)
+
+
 def private_tail_profile(model: Model, examples: Examples, *, epsilon: float, ledger: PrivacyLedger,
                          source: NoiseSource, low: float = 1e-4, high: float = 1e8,
                          bins_per_octave: int = 2, beta: float = 0.1,
                          indices: np.ndarray | None = None) -> TailProfile:
     """ε-DP histogram of ``A(z_i)`` on the public grid ``[low, high]`` (ratio ``2^{1/bins_per_octave}``).
 
-    Charges ``epsilon`` to the examples it reads (all by default) before drawing noise.
+    Charges ``epsilon`` to the examples it reads (all by default) before drawing noise.  ``examples``
+    may be :class:`~cvxdp.run.partitions.Partitions`: the counts are then made where the rows are
+    (:func:`tail_counts`) and summed here before the noise.
     """
     eps = privacy_epsilon(epsilon, warn=False)
     low = positive_finite("low", low)
@@ -311,11 +327,15 @@ def private_tail_profile(model: Model, examples: Examples, *, epsilon: float, le
     beta = probability("beta", beta)
     if high <= low:
         raise ValueError("the histogram's range needs high > low")
-    A = lipschitz_constants(model, examples)
-    n = examples.m
     J = histogram_bins(low, high, bins_per_octave)
-    edges = low * 2.0 ** (np.arange(J + 1) / bins_per_octave)
-    counts = np.bincount(np.searchsorted(edges, A, side="left"), minlength=J + 2)
+    edges = tail_edges(low, high, bins_per_octave)
+    if isinstance(examples, Examples):
+        counts, n = tail_counts(model, examples, edges), examples.m
+    else:  # partitions where an executor runs them: the counts are made there and summed here, exactly
+        from cvxdp.run.partitions import partition_tail_counts
+
+        counts = np.sum(np.stack(examples.map(partition_tail_counts, edges)), axis=0)
+        n = examples.n
     idx = np.arange(n) if indices is None else np.asarray(indices)
     ledger.charge(eps, idx, mechanism="private tail histogram", batch="all", sensitivity=2.0,
                   noise_scale=2.0 / eps, note=f"{J + 2} bins on [{low:.3g}, {high:.3g}]")
@@ -368,4 +388,4 @@ def estimate_moment_bound(model: Model, data: dict, *, k: float, epsilon: float,
 
 
 __all__ = ["MomentCache", "TailProfile", "estimate_moment_bound", "histogram_bins", "lipschitz_constants",
-           "private_tail_profile", "sum_laplace_threshold"]
+           "private_tail_profile", "sum_laplace_threshold", "tail_counts", "tail_edges"]

@@ -50,6 +50,18 @@ class Executor(abc.ABC):
         handles to pass in those jobs (here: the objects themselves)."""
         return [fn(*args) for args in arguments]
 
+    def materialize(self, items: list) -> list:
+        """Items usable as arguments of :meth:`place` and :meth:`map`: lazy objects (Dask's delayed,
+        futures) computed here; anything else as it is."""
+        out = []
+        for item in items:
+            if hasattr(item, "dask") and hasattr(item, "compute"):  # a Dask delayed object
+                item = item.compute()
+            elif hasattr(item, "result") and hasattr(item, "key"):  # a Dask future
+                item = item.result()
+            out.append(item)
+        return out
+
 
 def _run_isolated(fn: Callable, job, errors: dict) -> tuple[object, list[tuple[type, str]]]:
     """``fn(job)`` in a worker, under the caller's numpy error settings, with its warnings recorded."""
@@ -197,6 +209,12 @@ class DaskExecutor(Executor):
 
     def place(self, fn: Callable, arguments: Iterable[tuple]) -> list:
         return [self.client.submit(fn, *args, pure=False) for args in arguments]
+
+    def materialize(self, items: list) -> list:
+        """Delayed objects become futures computed on the cluster (never here); futures and plain
+        objects are kept (a plain object is sent with the task that binds it)."""
+        return [self.client.compute(item) if hasattr(item, "dask") and hasattr(item, "compute") else item
+                for item in items]
 
     def map(self, fn: Callable, jobs: Iterable) -> Iterator:
         errors = np.geterr()

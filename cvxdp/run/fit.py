@@ -7,7 +7,8 @@ fit to noise, in this order:
 1. the private tail histogram, when the plan has one (charged, then noised, in
    :func:`~cvxdp.privacy.tail.private_tail_profile`);
 2. the :class:`~cvxdp.plan.planner.ReleasePlan`, from the public inputs and that release;
-3. Algorithm 1's public random partition (uniforms from the noise source, independent of the data);
+3. Algorithm 1's public random partition (a keyed permutation of the rows, :mod:`cvxdp.run.shuffle`,
+   its keys from the noise source, independent of the data);
 4. the ledger charged for every round of the plan (:func:`~cvxdp.run.release.charge_plan`): a
    plan that would overspend is refused here, before the fit draws noise;
 5. one noise source per group, spawned from the main one;
@@ -29,11 +30,13 @@ from cvxdp.privacy.ledger import PrivacyLedger
 from cvxdp.privacy.random import NoiseSource
 from cvxdp.privacy.tail import private_tail_profile
 from cvxdp.run.executor import Executor
+from cvxdp.run.partitions import Partitions
 from cvxdp.run.population import population_localization
 from cvxdp.run.release import LocalizationStep, charge_plan
+from cvxdp.run.shuffle import PublicShuffle
 
 
-def run_fit(model: Model, examples: Examples, planner: Planner, *, ledger: PrivacyLedger,
+def run_fit(model: Model, examples: Examples | Partitions, planner: Planner, *, ledger: PrivacyLedger,
             source: NoiseSource, erm: ERMSettings, executor: Executor, progress: bool,
             timings: dict[str, float]) -> tuple[np.ndarray, list[LocalizationStep], ReleasePlan]:
     """The data layer of a fit: tail release → plan → pre-flight charges → the phases."""
@@ -47,14 +50,17 @@ def run_fit(model: Model, examples: Examples, planner: Planner, *, ledger: Priva
     timings["tail"] = time.perf_counter() - t1
     plan = planner.plan(tail)
     timings["plan"] = time.perf_counter() - t1 - timings["tail"]
-    n = examples.m
-    # Algorithm 1's public random partition; the single-batch algorithms read every example
-    order = np.argsort(source.uniform(n)) if plan.partitioned else np.arange(n)
+    n = examples.n if isinstance(examples, Partitions) else examples.m
+    # Algorithm 1's public random partition (cvxdp.run.shuffle): batch b reads the rows at shuffled
+    # positions [offset_b, offset_b + size_b); the single-batch algorithms read every example.  The
+    # ledger knows each example by its position (a bijection of the rows, so the same accounting).
+    shuffle = PublicShuffle.draw(source, n) if plan.partitioned else None
 
-    def indices_of(batch):
-        return order[batch.offset:batch.offset + batch.size]
+    def positions_of(batch):
+        return slice(batch.offset, batch.offset + batch.size)
 
-    charges = charge_plan(ledger, plan, indices_of)
+    charges = charge_plan(ledger, plan, positions_of)
+    rows_of = _batch_rows(examples, shuffle)
     keys = [(b.phase, b.group) for b in plan.batches]
     sources = dict(zip(keys, source.spawn(len(keys)), strict=True))
     groups_elsewhere = executor.remote and not executor.data_parallel  # solve refused such sources earlier
@@ -62,13 +68,24 @@ def run_fit(model: Model, examples: Examples, planner: Planner, *, ledger: Priva
         raise ParameterError("groups run in other processes need independent noise sources.")
     bar = _progress(progress, len(keys))
     try:
-        res = population_localization(model, examples, plan, indices_of=indices_of, charges=charges,
-                                      sources=sources, erm=erm, executor=executor, progress=bar)
+        res = population_localization(model, plan, rows_of=rows_of, charges=charges, sources=sources,
+                                      erm=erm, executor=executor, progress=bar)
     finally:
         if bar is not None:
             bar.close()
     timings["fit"] = time.perf_counter() - t1
     return res.w, res.steps, plan
+
+
+def _batch_rows(examples: Examples | Partitions, shuffle: PublicShuffle | None):
+    """``rows_of(batch)``: the examples a batch reads — a subset held here, or the partitions' shares
+    made where the rows live (only the shuffle's keys and the positions travel)."""
+    if shuffle is None:
+        return lambda batch: examples
+    if isinstance(examples, Partitions):
+        return lambda batch: examples.batch(shuffle, batch.offset, batch.offset + batch.size)
+    order = shuffle.order()
+    return lambda batch: examples.subset(np.sort(order[batch.offset:batch.offset + batch.size]))
 
 
 def _progress(enabled: bool, total: int):

@@ -99,13 +99,15 @@ class PopulationResult:
     steps: list[LocalizationStep]
 
 
-def population_localization(model: Model, examples: Examples, plan: ReleasePlan, *,
-                            indices_of, charges: dict, sources: dict, erm: ERMSettings | None = None,
-                            executor: Executor | None = None, progress=None) -> PopulationResult:
+def population_localization(model: Model, plan: ReleasePlan, *, rows_of, charges: dict, sources: dict,
+                            erm: ERMSettings | None = None, executor: Executor | None = None,
+                            progress=None) -> PopulationResult:
     """Run the phases of ``plan`` (Algorithm 1; one phase of one batch for Algorithms 2–3).
 
-    ``indices_of(batch)`` gives a batch's rows (the public partition), ``charges`` and ``sources``
-    its ledger entries and noise source per ``(phase, group)``.  Each phase's groups go through
+    ``rows_of(batch)`` gives a batch's examples (the public partition: an
+    :class:`~cvxdp.loss.Examples` held here, or :class:`~cvxdp.run.partitions.Partitions` where an
+    executor runs them), ``charges`` and ``sources`` its ledger entries and noise source per
+    ``(phase, group)``.  Each phase's groups go through
     ``executor``; the next centre is the majority vote of their outputs with the public radius
     ``max_g R⁺`` of the phase (post-processing).
     """
@@ -119,8 +121,7 @@ def population_localization(model: Model, examples: Examples, plan: ReleasePlan,
     for phase in plan.phase_batches():
         jobs = []
         for b in phase:
-            rows = examples if (b.offset == 0 and b.size == examples.m) else examples.subset(indices_of(b))
-            jobs.append(GroupJob(model, rows, b, w0, charges[(b.phase, b.group)],
+            jobs.append(GroupJob(model, rows_of(b), b, w0, charges[(b.phase, b.group)],
                                  sources[(b.phase, b.group)], erm, passes))
         candidates = []
         for result in groups.map(run_group, jobs):

@@ -25,6 +25,7 @@ from cvxdp.model import Model
 from cvxdp.plan.planner import BatchPlan
 from cvxdp.privacy.random import NoiseSource
 from cvxdp.run.executor import Executor
+from cvxdp.run.partitions import Partitions
 from cvxdp.run.release import Charge, LocalizationStep, release_round
 
 
@@ -36,17 +37,19 @@ class BatchResult:
     steps: list[LocalizationStep]
 
 
-def recursive_localization(model: Model, examples: Examples, batch: BatchPlan, *, w0: np.ndarray,
-                           charges: list[Charge], source: NoiseSource,
+def recursive_localization(model: Model, examples: Examples | Partitions, batch: BatchPlan, *,
+                           w0: np.ndarray, charges: list[Charge], source: NoiseSource,
                            erm: ERMSettings | None = None, passes: Executor | None = None) -> BatchResult:
     """Algorithm 3 on ``examples`` (the batch's rows) with the rounds of ``batch``, regularized to ``w0``.
 
-    ``passes``: a data-parallel executor (:class:`~cvxdp.run.executor.DaskExecutor`) runs each
-    round's oracle passes over partitions of the batch (:class:`~cvxdp.erm.partitioned.PartitionedERM`,
-    solved by the bundle method, which needs only their sums); the round's noise is drawn here.
+    ``examples`` held in partitions (:class:`~cvxdp.run.partitions.Partitions`, or with ``passes``, a
+    data-parallel executor that splits them) run each round's oracle passes where the rows are
+    (:class:`~cvxdp.erm.partitioned.PartitionedERM`, solved by the bundle method, which needs only their
+    sums); the round's noise is drawn here.
     """
     W = model.domain
-    if passes is not None and (erm is None or erm.method in ("auto", "conic")):
+    parted = passes is not None or isinstance(examples, Partitions)
+    if parted and (erm is None or erm.method in ("auto", "conic")):
         erm = replace(erm or ERMSettings(), method="bundle")  # the joint program needs every example
     region = W
     steps: list[LocalizationStep] = []

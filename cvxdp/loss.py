@@ -227,9 +227,10 @@ class Examples:
     m: int
     _cache: dict = field(default_factory=dict, repr=False)
 
-    def subset(self, index: np.ndarray) -> Examples:
-        """The examples selected by ``index`` (an index array or boolean mask)."""
-        idx = np.asarray(index)
+    def subset(self, index: np.ndarray | slice) -> Examples:
+        """The examples selected by ``index`` (an index array, a boolean mask, or a slice — whose
+        arrays are views, not copies)."""
+        idx = index if isinstance(index, slice) else np.asarray(index)
         arrays = {p: a[idx] for p, a in self.arrays.items()}
         m = int(next(iter(arrays.values())).shape[0])
         sub = Examples(self.loss, arrays, m)
@@ -245,10 +246,25 @@ class Examples:
         st = self.loss.structure
         if not isinstance(st, PiecewiseLinearStructure):
             raise TypeError("pieces() is only defined for piecewise-linear losses")
-        if "pieces" not in self._cache:
-            self._cache["pieces"] = affine_coefficients(st.pieces, self.loss.variable, self.arrays,
-                                                        self.m)
+        glm = self._cache.get("glm")
+        if glm is not None and bool(np.all(glm.is_glm)):
+            # every example generalized linear, its pieces released or never made: read them off the
+            # generalized-linear form, the function every certified path evaluates (so a reduced or
+            # translated batch's pieces are those of its substitute, by construction)
+            self._cache["pieces"] = glm_pieces(glm)
+        else:
+            self._cache["pieces"] = affine_coefficients(st.pieces, self.loss.variable, self.arrays, self.m)
         return self._cache["pieces"]
+
+    def release_pieces(self) -> None:
+        """Drop the pieces ``(A, b)`` of a piecewise-linear loss whose every example is generalized
+        linear (they hold ``J`` times the features): :meth:`pieces` reads them off :meth:`glm` again
+        if a path asks.  Memory only — no certified path on a ball or lens reads a generalized-linear
+        example's pieces, and elsewhere they come back as the same function."""
+        glm = self.glm()
+        if ("pieces" in self._cache and isinstance(self.loss.structure, PiecewiseLinearStructure)
+                and glm is not None and bool(np.all(glm.is_glm))):
+            del self._cache["pieces"]
 
     def glm(self) -> GLMRepresentation | None:
         """The generalized-linear form ``f(y, z_i) = φ_i(<a_i, y> + b_i)``, decided per example.
@@ -367,6 +383,16 @@ class GLMRepresentation:
                                  self.is_glm[index])
 
 
+def glm_pieces(glm: GLMRepresentation) -> tuple[np.ndarray, np.ndarray]:
+    """The pieces ``A_ij = κ_ij a_i``, ``b_ij = κ_ij b_i + e_ij`` of a piecewise-linear link's
+    generalized-linear form ``max_j κ_ij (<a_i, y> + b_i) + e_ij`` (row by row)."""
+    link = glm.link
+    with np.errstate(invalid="ignore", over="ignore"):
+        kappa = np.broadcast_to(link.slopes, (glm.a.shape[0], link.slopes.shape[-1]))
+        e = np.broadcast_to(link.intercepts, kappa.shape)
+        return kappa[:, :, None] * glm.a[:, None, :], kappa * glm.b[:, None] + e
+
+
 def _subset_cached(val: object, idx: np.ndarray) -> object:
     if isinstance(val, GLMRepresentation):
         return val.subset(idx)
@@ -379,4 +405,4 @@ def _subset_cached(val: object, idx: np.ndarray) -> object:
     return val
 
 
-__all__ = ["Examples", "GLMRepresentation", "GenericStructure", "Loss"]
+__all__ = ["Examples", "GLMRepresentation", "GenericStructure", "Loss", "glm_pieces"]

@@ -54,8 +54,9 @@ def _build_part(part, region: Domain, C: float, lam: float, w0: np.ndarray,
     examples = part.examples
     if origin is not None:
         from cvxdp.erm.translation import translate_examples
+        from cvxdp.geometry import Ball, Lens
 
-        examples = translate_examples(examples, origin)
+        examples = translate_examples(examples, origin, isinstance(region, Ball | Lens))
     return RegularizedERM(part.model, examples, region, C, lam, w0)
 
 

@@ -52,8 +52,8 @@ from fractions import Fraction
 import numpy as np
 
 from cvxdp.erm.problem import ERMCertificate, RegularizedERM
-from cvxdp.geometry import Domain
-from cvxdp.loss import Examples, GLMRepresentation
+from cvxdp.geometry import Ball, Domain, Lens
+from cvxdp.loss import Examples, GLMRepresentation, glm_pieces
 from cvxdp.model import Model
 from cvxdp.numerics import EPS, float_down, float_up
 from cvxdp.structure import PiecewiseLinearStructure, SmoothGLMStructure
@@ -119,19 +119,37 @@ def _far_step(c: np.ndarray, r: float) -> np.ndarray | None:
     return np.where(far, np.round(c / q) * q, 0.0)
 
 
-def translate_examples(examples: Examples, origin: np.ndarray) -> Examples:
+def translate_examples(examples: Examples, origin: np.ndarray, glm_form: bool = False) -> Examples:
     """The records in ``v = w − o``: each affine argument ``<a, w> + b`` becomes ``<a, v> + fl(b + <a, o>)``.
 
     Row by row (``einsum``, whose bits for one row do not depend on the others); a level that is not
     finite after the shift (``|<a, o>|`` beyond float range) is brought to ``±2¹⁰⁰⁰`` (``0`` for a
     NaN) — both per-record maps.  The raw arrays are kept; the translated structure lives in the
     cache every certified path reads, as the affine reduction's does.
+
+    ``glm_form`` (a ball or lens, where every path certifies a generalized-linear example by its
+    generalized-linear form): a piecewise-linear loss is translated in that form, ``u = <a, w> + b``
+    shifted like a smooth link's; the pieces are translated too only for the examples that are not
+    generalized linear (the others' are read off the form, :meth:`Examples.pieces
+    <cvxdp.loss.Examples.pieces>`).
     """
     o = np.asarray(origin, float)
     st = examples.loss.structure
     out = Examples(examples.loss, examples.arrays, examples.m)
     with np.errstate(invalid="ignore", over="ignore"):
-        if isinstance(st, PiecewiseLinearStructure):
+        if isinstance(st, PiecewiseLinearStructure) and glm_form:
+            glm = examples.glm()
+            level = _finite_level(glm.b + np.einsum("md,d->m", glm.a, o))
+            shifted = GLMRepresentation(glm.a, level, glm.link, glm.is_glm)
+            out._cache["glm"] = shifted
+            if not np.all(glm.is_glm):
+                A, b = examples.pieces()
+                A_glm, b_glm = glm_pieces(shifted)
+                moved = _finite_level(b + np.einsum("imd,d->im", A, o))
+                keep = np.asarray(glm.is_glm, dtype=bool)
+                out._cache["pieces"] = (np.where(keep[:, None, None], A_glm, A),
+                                        np.where(keep[:, None], b_glm, moved))
+        elif isinstance(st, PiecewiseLinearStructure):
             A, b = examples.pieces()
             out._cache["pieces"] = (A, _finite_level(b + np.einsum("imd,d->im", A, o)))
         elif isinstance(st, SmoothGLMStructure):
@@ -289,7 +307,7 @@ def regularized_erm(model: Model, examples: Examples, region: Domain, C: float, 
     def build(U, start, Wd, origin):
         if parts is not None:  # the rows are translated where they live
             return PartitionedERM(model, parts, U, C, lam, start, origin=origin)
-        ex = examples if origin is None else translate_examples(examples, origin)
+        ex = examples if origin is None else translate_examples(examples, origin, isinstance(U, Ball | Lens))
         return RegularizedERM(model, ex, U, C, lam, start, w_domain=Wd)
 
     frame = public_frame(region, model)

@@ -72,8 +72,8 @@ import numpy as np
 
 from cvxdp.geometry import Ball, Domain, Lens
 from cvxdp.geometry.certified import per_row_support_upper, support_rounding
-from cvxdp.links import HuberLink, Link, LogisticLink, ShiftedSquareLink, SquareLink
-from cvxdp.loss import Examples, GLMRepresentation
+from cvxdp.links import HuberLink, Link, LogisticLink, PiecewiseLinearLink, ShiftedSquareLink, SquareLink
+from cvxdp.loss import Examples, GLMRepresentation, glm_pieces
 from cvxdp.numerics import EPS
 from cvxdp.structure import PiecewiseLinearStructure, SmoothGLMStructure
 
@@ -128,11 +128,14 @@ class AffineReduction:
         out = Examples(examples.loss, examples.arrays, examples.m)
         if self.pieces is not None:
             out._cache["pieces"] = self.pieces
-        else:
+        if self.pieces is None or self.labels is not None or self.link is not None:
+            # a generalized-linear substitute (with pieces too when a piecewise-linear batch on a ball
+            # mixes generalized-linear rows and others: each row's form is then its own, not re-derived)
             glm = examples.glm()
             link = glm.link if self.link is None else self.link
             a = glm.a if self.directions is None else self.directions
-            out._cache["glm"] = GLMRepresentation(a, self.labels, link, glm.is_glm)
+            labels = glm.b if self.labels is None else self.labels
+            out._cache["glm"] = GLMRepresentation(a, labels, link, glm.is_glm)
         return out
 
 
@@ -173,6 +176,108 @@ def argument_range(region: Domain, a: np.ndarray, b: np.ndarray) -> tuple[np.nda
     return np.where(np.isfinite(lo), lo, -np.inf), np.where(np.isfinite(hi), hi, np.inf)
 
 
+def _piecewise_by_pieces(examples: Examples, region: Domain, C: float,
+                         rows: np.ndarray | None = None) -> AffineReduction:
+    """The piecewise-linear test and substitute on the recovered pieces (see the module docstring), for
+    the examples ``rows`` (default: all; each row's test reads its own pieces only, row by row)."""
+    m = examples.m
+    mask = np.zeros(m, dtype=bool)
+    offsets = np.zeros(m, dtype=object)
+    A_all, b_all = examples.pieces()
+    picked = np.arange(m) if rows is None else np.asarray(rows)
+    A, b = (A_all, b_all) if rows is None else (A_all[picked], b_all[picked])
+    m_sub = picked.size
+    if m_sub:
+        finite = np.all(np.isfinite(A), axis=(1, 2)) & np.all(np.isfinite(b), axis=1)
+        A0 = np.where(finite[:, None, None], A, 0.0)
+        b0 = np.where(finite[:, None], b, 0.0)
+        sub = np.arange(m_sub)
+        with np.errstate(invalid="ignore", over="ignore"):
+            j = np.argmax(np.einsum("mjd,d->mj", A0, region.interior_point()) + b0, axis=1)
+            Aj, bj = A0[sub, j], b0[sub, j]
+            V = A0 - Aj[:, None, :]  # (m, J, d): piece l minus piece j
+            norms = np.linalg.norm(A0, axis=2)
+            scale = np.linalg.norm(V, axis=2) + norms + norms[sub, j][:, None]
+            d = A.shape[2]
+            sig = _support_bound(region, V.reshape(-1, d), scale.reshape(-1)).reshape(b0.shape)
+            diff_low = (bj[:, None] - b0) - 2.0 * EPS * (np.abs(bj)[:, None] + np.abs(b0))
+            dominates = (diff_low >= sig) | (np.arange(b0.shape[1])[None, :] == j[:, None])
+        mask[picked] = finite & np.all(dominates, axis=1) & _dominant(bj, norms[sub, j], C, region)
+    if not np.any(mask):
+        return AffineReduction(mask, offsets)
+    hit = mask[picked]
+    A_new, b_new = A_all.copy(), b_all.copy()
+    A_new[picked[hit]] = Aj[hit][:, None, :]
+    b_new[picked[hit]] = 0.0
+    for i, level in zip(picked[hit], bj[hit], strict=True):
+        offsets[i] = Fraction(float(level))
+    return AffineReduction(mask, offsets, pieces=(A_new, b_new))
+
+
+def _piecewise_on_balls(examples: Examples, region: Domain, C: float) -> AffineReduction:
+    """The piecewise-linear test and substitute on a ball or lens: generalized-linear examples in
+    their generalized-linear form (the function every path certifies there), the others on their
+    pieces (:func:`_piecewise_by_pieces`) — a choice per example, from its own pieces.
+
+    A generalized-linear example ``max_j κ_j u + e_j``, ``u = <a, y> + b``, is one piece on ``U`` when
+    the piece ``j`` largest at the interior point stays largest over the whole range ``[lo, hi] ∋ u``
+    (:func:`argument_range`): ``(κ_j − κ_l) u + (e_j − e_l) ≥ 0`` at both ends, the float value moved
+    down by its rounding.  Then ``f = <κ_j a, y> + (κ_j b + e_j)`` on ``U``; if that level dominates
+    (as for the pieces), the substitute is ``κ_j <a, y>`` — every piece ``(κ_j, 0)`` and ``b = 0`` —
+    and ``κ_i = κ_j b + e_j``, exactly.  The substituted batch keeps no pieces of its
+    generalized-linear examples: any path that asks reads them off the substitute
+    (:meth:`Examples.pieces <cvxdp.loss.Examples.pieces>`), so they are the same function.
+    """
+    glm = examples.glm()
+    m = examples.m
+    is_glm = np.asarray(glm.is_glm, dtype=bool)
+    mask = np.zeros(m, dtype=bool)
+    offsets = np.zeros(m, dtype=object)
+    a, b, link = glm.a, glm.b, glm.link
+    kappa = np.broadcast_to(link.slopes, (m, link.slopes.shape[-1]))
+    e = np.broadcast_to(link.intercepts, kappa.shape)
+    rows = np.arange(m)
+    with np.errstate(invalid="ignore", over="ignore"):
+        lo, hi = argument_range(region, a, b)
+        centre = np.einsum("md,d->m", a, np.asarray(region.interior_point(), float)) + b
+        j = np.argmax(kappa * centre[:, None] + e, axis=1)
+        kj, ej = kappa[rows, j], e[rows, j]
+        dk, de = kj[:, None] - kappa, ej[:, None] - e
+        ok = np.ones_like(dk, dtype=bool)
+        for end in (lo, hi):
+            val = dk * end[:, None] + de
+            margin = 4.0 * EPS * (np.abs(dk) * np.abs(end)[:, None] + np.abs(ej)[:, None] + np.abs(e))
+            ok &= val - margin >= 0.0
+        dominates = ok | (np.arange(kappa.shape[1])[None, :] == j[:, None])
+        finite = (np.all(np.isfinite(kappa), axis=1) & np.all(np.isfinite(e), axis=1) & np.isfinite(b)
+                  & np.all(np.isfinite(a), axis=1) & np.isfinite(lo) & np.isfinite(hi))
+        level = kj * b + ej
+        slope_norm = np.abs(kj) * np.linalg.norm(a, axis=1)
+        mask = is_glm & finite & np.all(dominates, axis=1) & _dominant(level, slope_norm, C, region)
+    others = np.nonzero(~is_glm)[0]
+    by_pieces = _piecewise_by_pieces(examples, region, C, others) if others.size else None
+    if not np.any(mask) and (by_pieces is None or not np.any(by_pieces.mask)):
+        return AffineReduction(np.zeros(m, dtype=bool), offsets)
+    hit = np.nonzero(mask)[0]
+    for i in hit:
+        offsets[i] = Fraction(float(kj[i])) * Fraction(float(b[i])) + Fraction(float(ej[i]))
+    slopes, intercepts = np.array(kappa, copy=True), np.array(e, copy=True)
+    slopes[hit] = kj[hit][:, None]
+    intercepts[hit] = 0.0
+    labels = np.array(b, copy=True)
+    labels[hit] = 0.0
+    substitute = PiecewiseLinearLink(slopes, intercepts)
+    pieces = None
+    if by_pieces is not None:
+        offsets[others] = by_pieces.offsets[others]
+        mask = mask | by_pieces.mask
+        # the others' pieces, substituted; the generalized-linear rows' pieces read off their substitute
+        A_new, b_new = by_pieces.pieces if by_pieces.pieces is not None else examples.pieces()
+        A_glm, b_glm = glm_pieces(GLMRepresentation(a, labels, substitute, is_glm))
+        pieces = (np.where(is_glm[:, None, None], A_glm, A_new), np.where(is_glm[:, None], b_glm, b_new))
+    return AffineReduction(mask, offsets, pieces=pieces, labels=labels, link=substitute)
+
+
 def affine_reduction(examples: Examples, region: Domain, C: float) -> AffineReduction:
     """Which examples of ``examples`` are one affine piece on ``region`` with a dominating level.
 
@@ -182,31 +287,10 @@ def affine_reduction(examples: Examples, region: Domain, C: float) -> AffineRedu
     mask = np.zeros(m, dtype=bool)
     offsets = np.zeros(m, dtype=object)
     st = examples.loss.structure
+    if isinstance(st, PiecewiseLinearStructure) and isinstance(region, Ball | Lens):
+        return _piecewise_on_balls(examples, region, C)
     if isinstance(st, PiecewiseLinearStructure):
-        A, b = examples.pieces()
-        finite = np.all(np.isfinite(A), axis=(1, 2)) & np.all(np.isfinite(b), axis=1)
-        A0 = np.where(finite[:, None, None], A, 0.0)
-        b0 = np.where(finite[:, None], b, 0.0)
-        rows = np.arange(m)
-        with np.errstate(invalid="ignore", over="ignore"):
-            j = np.argmax(np.einsum("mjd,d->mj", A0, region.interior_point()) + b0, axis=1)
-            Aj, bj = A0[rows, j], b0[rows, j]
-            V = A0 - Aj[:, None, :]  # (m, J, d): piece l minus piece j
-            norms = np.linalg.norm(A0, axis=2)
-            scale = np.linalg.norm(V, axis=2) + norms + norms[rows, j][:, None]
-            d = A.shape[2]
-            sig = _support_bound(region, V.reshape(-1, d), scale.reshape(-1)).reshape(b0.shape)
-            diff_low = (bj[:, None] - b0) - 2.0 * EPS * (np.abs(bj)[:, None] + np.abs(b0))
-            dominates = (diff_low >= sig) | (np.arange(b0.shape[1])[None, :] == j[:, None])
-        mask = finite & np.all(dominates, axis=1) & _dominant(bj, norms[rows, j], C, region)
-        if not np.any(mask):
-            return AffineReduction(mask, offsets)
-        A_new, b_new = A.copy(), b.copy()
-        A_new[mask] = Aj[mask][:, None, :]
-        b_new[mask] = 0.0
-        for i in np.nonzero(mask)[0]:
-            offsets[i] = Fraction(float(bj[i]))
-        return AffineReduction(mask, offsets, pieces=(A_new, b_new))
+        return _piecewise_by_pieces(examples, region, C)
     if isinstance(st, SmoothGLMStructure) and isinstance(st.link, HuberLink):
         glm = examples.glm()
         a, b, link = glm.a, glm.b, glm.link

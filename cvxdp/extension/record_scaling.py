@@ -88,10 +88,14 @@ def scale_steep_records(examples: Examples, region: Domain, C: float) -> RecordS
     S = slope_limit(C)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         if isinstance(st, PiecewiseLinearStructure):
+            if exact_region:  # the exact path takes the generalized-linear rows; scale the others only
+                others = ~examples.glm().is_glm
+                if not np.any(others):  # no row to scale: the pieces are not read (they may be released)
+                    return RecordScaling(ones, examples, np.zeros(m, dtype=bool))
             A, b = examples.pieces()
             slope = np.linalg.norm(A, axis=2).max(axis=1)
-            if exact_region:  # the exact path takes the generalized-linear rows; scale the others only
-                slope = np.where(examples.glm().is_glm, 0.0, slope)
+            if exact_region:
+                slope = np.where(others, slope, 0.0)
         elif exact_region:
             return RecordScaling(ones, examples, np.zeros(m, dtype=bool))
         elif isinstance(st, SmoothGLMStructure):

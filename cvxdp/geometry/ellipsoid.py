@@ -81,8 +81,9 @@ class Ellipsoid(Domain):
 
     def support(self, directions: np.ndarray) -> np.ndarray:
         v = as_points(directions, self.dim)
-        w = (v @ self._V) / np.sqrt(self._q)
-        return v @ self.center + np.linalg.norm(w, axis=-1)
+        # einsum, not BLAS: a row's bits must not depend on the batch it is evaluated in
+        w = np.einsum("...d,dk->...k", v, self._V) / np.sqrt(self._q)
+        return np.einsum("...d,d->...", v, self.center) + np.linalg.norm(w, axis=-1)
 
     def support_upper(self, directions: np.ndarray) -> np.ndarray:
         """:meth:`support` plus its error bound: a guaranteed upper bound on ``σ(v)``.

@@ -90,11 +90,8 @@ def lipschitz_constants(model: Model, examples: Examples) -> np.ndarray:
         raise UncertifiableLossError("per-example Lipschitz constants are only available for "
                                      "piecewise-linear and generalized-linear losses; pass G_k.")
     W = model.domain
-    out = None
-    if isinstance(st, PiecewiseLinearStructure):
-        A, b = examples.pieces()
-        out = _active_piece_bound(W, A, b)
     glm = examples.glm()
+    out = None
     if glm is not None:
         a, b, link = glm
         a_norm = np.linalg.norm(a, axis=1)
@@ -105,8 +102,16 @@ def lipschitz_constants(model: Model, examples: Examples) -> np.ndarray:
             lo = b - s_lo
             hi = hi + e_hi + rounding_margin(b, s_hi)
             lo = lo - e_lo - rounding_margin(b, s_lo)
-            lip = a_norm * link.lipschitz_on(lo, hi)
-        out = lip if out is None else np.where(glm.is_glm, lip, out)
+            out = a_norm * link.lipschitz_on(lo, hi)
+    if isinstance(st, PiecewiseLinearStructure):
+        # the pieces' bound for the examples that are not generalized linear (only theirs: every
+        # operation of the bound is row by row, so a row's bits do not depend on which rows go with it)
+        rows = np.arange(examples.m) if glm is None else np.nonzero(~glm.is_glm)[0]
+        if out is None:
+            out = np.empty(examples.m)
+        if rows.size:
+            A, b = examples.pieces()
+            out[rows] = _active_piece_bound(W, A[rows], b[rows])
     return out
 
 

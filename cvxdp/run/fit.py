@@ -30,7 +30,7 @@ from cvxdp.privacy.ledger import PrivacyLedger
 from cvxdp.privacy.random import NoiseSource
 from cvxdp.privacy.tail import private_tail_profile
 from cvxdp.run.executor import Executor
-from cvxdp.run.partitions import Partitions
+from cvxdp.run.partitions import Partitions, compact
 from cvxdp.run.population import population_localization
 from cvxdp.run.release import LocalizationStep, charge_plan
 from cvxdp.run.shuffle import PublicShuffle
@@ -41,6 +41,8 @@ def run_fit(model: Model, examples: Examples | Partitions, planner: Planner, *, 
             timings: dict[str, float]) -> tuple[np.ndarray, list[LocalizationStep], ReleasePlan]:
     """The data layer of a fit: tail release → plan → pre-flight charges → the phases."""
     t1 = time.perf_counter()
+    if isinstance(examples, Examples):
+        compact(model, examples)  # partitions are compacted where they are bound
     tail_plan = planner.tail_release()
     tail = None
     if tail_plan is not None:
@@ -83,6 +85,7 @@ def _batch_rows(examples: Examples | Partitions, shuffle: PublicShuffle | None):
     if shuffle is None:
         return lambda batch: examples
     if isinstance(examples, Partitions):
+        examples.sort_by(shuffle)  # batches become slices of the partitions: views, not copies
         return lambda batch: examples.batch(shuffle, batch.offset, batch.offset + batch.size)
     order = shuffle.order()
     return lambda batch: examples.subset(np.sort(order[batch.offset:batch.offset + batch.size]))

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cvxdp.error import DataError
+from cvxdp.geometry import Ball
 from cvxdp.loss import Examples
 from cvxdp.model import Model
 from cvxdp.run.shuffle import PublicShuffle
@@ -49,15 +50,35 @@ class Partition:
     model: Model
     examples: Examples
     start: int
+    #: The rows' shuffled positions, ascending, once the rows are in that order (:func:`partition_sorted`).
+    positions: np.ndarray | None = None
 
     @property
     def m(self) -> int:
         return self.examples.m
 
+    def _span(self, shuffle: PublicShuffle, low: int, high: int) -> np.ndarray | slice:
+        """The rows at positions ``[low, high)``: a slice when the rows are in shuffled order, else a
+        boolean mask (from the rows' global indices)."""
+        if self.positions is not None:
+            a, b = np.searchsorted(self.positions, [low, high], side="left")
+            return slice(int(a), int(b))
+        return shuffle.rows_in(np.arange(self.start, self.start + self.m), low, high)
+
 
 def bind_partition(model: Model, data: Mapping, start: int) -> Partition:
     """Validate and bind one partition's data (runs where the partition lives)."""
-    return Partition(model, model.bind(data), int(start))
+    return Partition(model, compact(model, model.bind(data)), int(start))
+
+
+def compact(model: Model, examples: Examples) -> Examples:
+    """``examples`` without the pieces of a piecewise-linear loss on a ball whose every example is
+    generalized linear — every region of such a fit is a ball or a lens, where only the
+    generalized-linear form is read (:meth:`Examples.release_pieces <cvxdp.loss.Examples.release_pieces>`):
+    ``J + 1`` times the features' memory saved, the same function certified."""
+    if isinstance(model.domain, Ball):
+        examples.release_pieces()
+    return examples
 
 
 def partition_size(part: Partition) -> int:
@@ -72,17 +93,26 @@ def partition_tail_counts(part: Partition, edges: np.ndarray) -> np.ndarray:
     return tail_counts(part.model, part.examples, edges)
 
 
+def partition_sorted(part: Partition, shuffle: PublicShuffle) -> Partition:
+    """The partition with its rows in shuffled order, so that every batch's share is a slice of it —
+    a view, not a copy (one copy here, after which the unsorted rows are released)."""
+    positions = shuffle.positions(np.arange(part.start, part.start + part.m))
+    order = np.argsort(positions, kind="stable")
+    return Partition(part.model, part.examples.subset(order), part.start, positions[order])
+
+
 def partition_batch(part: Partition, shuffle: PublicShuffle, low: int, high: int) -> Partition:
-    """The partition's rows that sit at shuffled positions in ``[low, high)`` — a batch's share,
-    in row order; ``start`` becomes the batch's first position (a label only)."""
-    rows = np.arange(part.start, part.start + part.m)
-    keep = np.nonzero(shuffle.rows_in(rows, low, high))[0]
-    return Partition(part.model, part.examples.subset(keep), low)
+    """The partition's rows that sit at shuffled positions in ``[low, high)`` — a batch's share (in the
+    partition's order); ``start`` becomes the batch's first position (a label only)."""
+    span = part._span(shuffle, low, high)
+    if isinstance(span, slice):
+        return Partition(part.model, part.examples.subset(span), low, part.positions[span])
+    return Partition(part.model, part.examples.subset(np.nonzero(span)[0]), low)
 
 
 def partition_batch_size(part: Partition, shuffle: PublicShuffle, low: int, high: int) -> int:
-    rows = np.arange(part.start, part.start + part.m)
-    return int(np.count_nonzero(shuffle.rows_in(rows, low, high)))
+    span = part._span(shuffle, low, high)
+    return span.stop - span.start if isinstance(span, slice) else int(np.count_nonzero(span))
 
 
 def _call(job: tuple) -> object:
@@ -128,6 +158,11 @@ class Partitions:
         if sizes is None:
             out.sizes = [int(s) for s in out.map(partition_size)]
         return out
+
+    def sort_by(self, shuffle: PublicShuffle) -> None:
+        """Put every partition's rows in shuffled order, in place of the unsorted ones (whose memory is
+        then released), so batches are slices (:func:`partition_sorted`)."""
+        self.handles = self.place(partition_sorted, shuffle, sizes=self.sizes).handles
 
     def batch(self, shuffle: PublicShuffle, low: int, high: int) -> Partitions:
         """The rows at shuffled positions ``[low, high)``: one partition per partition that has any."""
@@ -244,5 +279,14 @@ def _known_sizes(parts: list) -> list[int] | None:
     return sizes
 
 
-__all__ = ["Partition", "Partitions", "bind_partition", "partition_batch",
-           "partition_batch_size", "partition_size", "partition_tail_counts"]
+__all__ = [
+    "Partition",
+    "Partitions",
+    "bind_partition",
+    "compact",
+    "partition_batch",
+    "partition_batch_size",
+    "partition_size",
+    "partition_sorted",
+    "partition_tail_counts",
+]

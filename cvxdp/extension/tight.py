@@ -191,10 +191,10 @@ def closed_form_rows(w: np.ndarray, a: np.ndarray, b: np.ndarray, link: Link, C:
     tight = tight_rows(w, a, b, link, C, region, a_norm, candidates)
     w_norm_all = (np.linalg.norm(w[None, :], axis=1) if shared  # as the oracle computes it, row by row
                   else np.linalg.norm(w, axis=1))
-    t_rows = np.nonzero(tight.mask)[0]
-    w_norm = w_norm_all if shared else w_norm_all[t_rows]
-    tb = tight_bounds(tight.u[t_rows], tight.pi[t_rows], b[t_rows], link.subset(t_rows), a_norm[t_rows],
-                      w_norm, d)
+    # on every row (elementwise, so a row's bits are its own), then kept where tight: cheaper than
+    # copying the link's rows out when most rows are tight, as they are for a C near the data's scale
+    tb = tight_bounds(tight.u, tight.pi, b, link, a_norm, w_norm_all, d)
+    upper, lower, beta, slope = tb.upper, tb.lower, tb.beta, tight.pi
     # clipped candidates: steeper than C at w, with a point u* of slope ±C/||a|| toward which f falls
     shrink = 1.0 - (2.0 * d + 64.0) * EPS
     pool = ~tight.mask & np.isfinite(tight.u) & np.isfinite(tight.pi) & (tight.pi != 0) & (a_norm > 0)
@@ -202,7 +202,6 @@ def closed_form_rows(w: np.ndarray, a: np.ndarray, b: np.ndarray, link: Link, C:
         pool &= candidates
     c_rows = np.nonzero(pool)[0]
     foot = np.zeros((0, d))
-    c_upper = c_lower = c_beta = c_pi = np.zeros(0)
     if c_rows.size:
         lk = link.subset(c_rows)
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
@@ -224,15 +223,16 @@ def closed_form_rows(w: np.ndarray, a: np.ndarray, b: np.ndarray, link: Link, C:
             bc = b[c_rows]
             wn = w_norm_all if shared else w_norm_all[c_rows]
             c_upper, c_lower, c_beta = _clipped_bounds(wc, y, a[c_rows], bc, lk, C, pi, u_w, an, wn, d)
-            c_pi, foot = pi, y
-    rows = np.concatenate([t_rows, c_rows])
-    order = np.argsort(rows, kind="stable")
-    clipped = np.concatenate([np.zeros(t_rows.size, dtype=bool), np.ones(c_rows.size, dtype=bool)])[order]
-    return ClosedFormRows(rows=rows[order], pi=np.concatenate([tight.pi[t_rows], c_pi])[order],
-                          upper=np.concatenate([tb.upper, c_upper])[order],
-                          lower=np.concatenate([tb.lower, c_lower])[order],
-                          beta=np.concatenate([tb.beta, c_beta])[order], clipped=clipped,
-                          foot=foot[np.argsort(c_rows, kind="stable")] if c_rows.size else foot)
+            upper, lower, beta, slope = (np.array(v, copy=True) for v in (upper, lower, beta, slope))
+            upper[c_rows], lower[c_rows], beta[c_rows], slope[c_rows] = c_upper, c_lower, c_beta, pi
+            foot = y
+    solved = tight.mask.copy()
+    solved[c_rows] = True
+    rows = np.nonzero(solved)[0]  # ascending, and so are the clipped rows' foot points
+    clipped = np.zeros(solved.size, dtype=bool)
+    clipped[c_rows] = True
+    return ClosedFormRows(rows=rows, pi=slope[rows], upper=upper[rows], lower=lower[rows], beta=beta[rows],
+                          clipped=clipped[rows], foot=foot)
 
 
 def _clipped_bounds(w: np.ndarray, y: np.ndarray, a: np.ndarray, b: np.ndarray, link: Link, C: float,

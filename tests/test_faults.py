@@ -290,7 +290,7 @@ def test_certification_failure_message_quotes_only_public_numbers(monkeypatch):
     problem, _, _ = _problem(m=30, d=2)
     _patch_solver(monkeypatch, lambda s: "raise")
     with pytest.raises(CertificationError) as info:
-        solve_certified(problem, 1e-9, ERMSettings(cutting_plane_iterations=3))
+        solve_certified(problem, 1e-9, ERMSettings(method="conic", cutting_plane_iterations=3))
     msg = str(info.value)
     assert "1.000e-09" in msg and "nothing was released" in msg
     assert "gap" not in msg and "steps" not in msg

@@ -94,3 +94,12 @@ def test_weighted_row_sum_charges_each_row_on_its_own_product():
     c[5] = 1.7e-11
     _, err = weighted_row_sum(a, c, row_scales(a))
     assert np.all(err < 1e-12)
+
+
+def test_weighted_row_sum_charges_products_that_underflow():
+    """Found by review: every product below the subnormal range made the bound 0 while the exact sum was
+    2·10⁻⁴⁰⁰."""
+    a = np.full((2, 1), 1e-200)
+    c = np.full(2, 1e-200)
+    s, err = weighted_row_sum(a, c, row_scales(a))
+    assert abs(Fraction(float(s[0])) - 2 * Fraction(1e-200) ** 2) <= Fraction(float(err[0]))

@@ -195,3 +195,24 @@ def test_sums_only_pass_agrees_with_the_per_row_pass(loss_name, rng):
         p = _queries(region, rng, 1)[0]
         value, _ = problem.upper_and_cut(p, 1e-9)
         assert fast_cut.g @ p + fast_cut.beta + problem.regularizer(p) <= value
+
+
+def test_the_minorant_holds_with_the_float_slope_the_oracle_returns(rng):
+    """Found by review: a tight row's minorant is returned as ``(fl(π a), β)``; ``β`` must pay
+    ``σ_U(fl(π a) − π a)``, or ``<g, u> + β`` rose above ``f_{C,U}(u) = 0`` by 10⁻¹⁷ where ``<a, u> = 0``
+    (LAD, label 0).  Checked in exact rationals on both sides of ``a``."""
+    w = cp.Variable(2)
+    model = cvxdp.Model(cvxdp.losses.absolute(w), [cp.norm(w, 2) <= 1.0])
+    ext = LipschitzExtension(model, 1.0, model.domain)
+    for _ in range(300):
+        x = rng.normal(size=2)
+        x /= np.linalg.norm(x) * 1.0001  # ||x|| < C: tight at every w
+        ex = model.bind({"x": x[None, :], "y": np.array([0.0])})
+        ev = ext.evaluate(np.array([0.3, 0.2]), ex, tolerance=1e-9)
+        assert ev.method[0] == "closed-form"
+        a, b, _ = ex.glm()
+        g, beta = ev.subgradient[0], ev.intercept[0]
+        for t in (Q(1, 2), Q(-1, 2)):
+            u = (t * Q_(a[0, 1]), -t * Q_(a[0, 0]))  # <a, u> = 0 exactly: f_{C,U}(u) = 0
+            assert Q_(a[0, 0]) * u[0] + Q_(a[0, 1]) * u[1] + Q_(b[0]) == 0
+            assert Q_(g[0]) * u[0] + Q_(g[1]) * u[1] + Q_(beta) <= 0

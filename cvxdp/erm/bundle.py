@@ -44,6 +44,8 @@ from cvxdp.extension.certificates import certified_inner_points
 
 #: Most kink rows the master program takes exactly (its size grows with them).
 KINK_CAP = 2000
+#: Minorants kept per kink row beside its two pieces.
+KINK_MEMORY = 8
 #: The proximal weight's start, in units of λ (halved after an improving step, doubled after another).
 PROX = 1.0
 #: The proximal weight's cap, in units of λ (a larger one stalled where every kink meets at the minimizer).
@@ -87,7 +89,11 @@ def bundle_method(problem: RegularizedERM, alpha: float, start: np.ndarray, *, m
     cap = None if kink_cap is None else max(min(kink_cap, problem.m // 10), 1)
     passes = 0
     for passes in range(1, max_iterations + 1):
-        upper, cut = evaluate_upper(problem, x, tol, None if kinks is None else kinks.index)
+        if kinks is None:
+            upper, cut = evaluate_upper(problem, x, tol)
+        else:  # the kink rows' own minorants join their models (a cutting-plane model per kink row)
+            upper, cut, rows_g, rows_beta = problem.pass_with_rows(x, tol, kinks.index)
+            kinks = _grown(kinks, rows_g, rows_beta)
         serious = upper < best_upper
         if upper < best_upper:  # False for NaN
             best_upper, best_w = upper, x.copy()
@@ -117,6 +123,16 @@ def bundle_method(problem: RegularizedERM, alpha: float, start: np.ndarray, *, m
             break
     return BundleResult(w=best_w, upper=best_upper, lower=lower, iterations=passes,
                         seconds=time.perf_counter() - t0)
+
+
+def _grown(kinks: KinkRows, g: np.ndarray, beta: np.ndarray) -> KinkRows:
+    """The kink rows with this pass's minorants added, keeping their two pieces and the newest
+    ``KINK_MEMORY`` minorants (any subset of minorants is a valid model)."""
+    grown = kinks.with_minorants(g, beta)
+    if grown.g.shape[1] > 2 + KINK_MEMORY:
+        keep = np.r_[0, 1, np.arange(grown.g.shape[1] - KINK_MEMORY, grown.g.shape[1])]
+        grown = KinkRows(grown.index, grown.g[:, keep], grown.beta[:, keep], grown.truncated)
+    return grown
 
 
 def _query_point(region, point: np.ndarray) -> np.ndarray:

@@ -16,9 +16,14 @@ each piece's slope is clipped to ``|π| ≤ C(1 − (2d + 64)ε)/||a||`` (still 
 
 (the extension's dual, Appendix E.3, with ``σ_U(g − π a) = σ_U(0) = 0``); the slope ``g_j = fl(π_j a)``
 is a rounding of ``π_j a``, so ``σ_U(g_j − π_j a) ≤ max_U ||u|| · ε |π_j| ||a||`` is charged, with the
-rounding of ``π_j b`` and ``φ*(π_j)``.  Near the kink, for a tight or clipped row
-(:mod:`cvxdp.extension.tight`), ``max_j p_j`` *is* ``f_{C,U}``; elsewhere it is below it, which keeps
-every bound valid.
+rounding of ``π_j b`` and ``φ*(π_j)``.  For a row no steeper than ``C``, ``max_j p_j`` *is* ``f_{C,U}``
+on ``U``, where the master program's ``w`` lives; for a steeper one it is, near the kink, while the
+row's foot point stays in ``U`` (:mod:`cvxdp.extension.tight`).  Where it is below ``f_{C,U}`` the bound
+is still valid, but modelled by its pieces alone (and left out of the cuts) such a row could hold the
+model below ``F`` for good — found by review, a bundle run that stalled on one record.  So every pass
+also returns each kink row's own minorant at the point it visits (a few thousand rows' slopes, not
+sums), which joins that row's model: a cutting-plane model per kink row, which closes on ``f_{C,U}``
+like any other.
 
 **What this changes.**  Only the solver's route: which rows are kink rows depends on the data (like the
 master program's weights), but every row's function, bounds and slopes are its own, and the released
@@ -37,8 +42,9 @@ from cvxdp.numerics import EPS, rounding_margin
 
 @dataclass
 class KinkRows:
-    """Kink rows of a problem: global row indices, and for each its two pieces' slopes ``g``
-    (``(k, 2, d)``) and intercepts ``beta`` (``(k, 2)``), rounding charged."""
+    """Kink rows of a problem: global row indices, and for each its model's pieces — the two pieces of
+    its loss, then one minorant per pass since it entered — as slopes ``g`` (``(k, J, d)``) and
+    intercepts ``beta`` (``(k, J)``), rounding charged: each is a minorant of the row's ``f_{C,U}``."""
 
     index: np.ndarray
     g: np.ndarray
@@ -49,6 +55,17 @@ class KinkRows:
     @property
     def count(self) -> int:
         return int(self.index.size)
+
+    def with_minorants(self, g: np.ndarray, beta: np.ndarray) -> KinkRows:
+        """The rows with one more piece each: the minorants ``<g_i, u> + β_i`` a pass found for them
+        (``(k, d)`` and ``(k,)``); a non-finite one is left out (a copy of an existing piece instead)."""
+        g = np.asarray(g, dtype=float)
+        beta = np.asarray(beta, dtype=float)
+        bad = ~(np.isfinite(beta) & np.all(np.isfinite(g), axis=1))
+        g = np.where(bad[:, None], self.g[:, 0], g)
+        beta = np.where(bad, self.beta[:, 0], beta)
+        return KinkRows(self.index, np.concatenate([self.g, g[:, None, :]], axis=1),
+                        np.concatenate([self.beta, beta[:, None]], axis=1), self.truncated)
 
     def shifted(self, offset: int) -> KinkRows:
         """The same rows with their indices moved by ``offset`` (a partition's first row)."""
@@ -69,8 +86,10 @@ def two_piece(link: object) -> bool:
 
 def kink_candidates(link: PiecewiseLinearLink, a_norm: np.ndarray, candidates: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray]:
-    """Per row: whether it may be a kink row (a candidate of the closed form whose two slopes bracket 0,
-    with ``a ≠ 0``) and its kink ``u_k`` — computed once per problem."""
+    """Per row: whether it may be a kink row and its kink ``u_k`` — computed once per problem.
+
+    A kink row must be a candidate of the closed form whose two slopes bracket 0, with ``a ≠ 0``.
+    """
     slopes = np.broadcast_to(link.slopes, (a_norm.size, 2))
     ok = candidates & (slopes.min(axis=1) <= 0) & (slopes.max(axis=1) >= 0) & (a_norm > 0)
     return ok, np.broadcast_to(link.kinks()[:, 0], a_norm.shape)

@@ -113,6 +113,17 @@ class PartitionedERM:
         sums = self.parts.map_each(_pass, [(w, tolerance, local) for local in self._local(exclude)])
         return reduce_pass(self, sums, w)
 
+    def pass_with_rows(self, w: np.ndarray, tolerance: float, rows: np.ndarray
+                       ) -> tuple[float, Cut, np.ndarray, np.ndarray]:
+        """:meth:`upper_and_cut` with ``rows`` (ascending) left out of the cut, and their own minorants."""
+        w = np.asarray(w, float)
+        sums = self.parts.map_each(_pass, [(w, tolerance, local) for local in self._local(rows)])
+        upper, cut = reduce_pass(self, sums, w)
+        d = self.dim
+        g = np.concatenate([s.rows_g if s.rows_g is not None else np.zeros((0, d)) for s in sums])
+        beta = np.concatenate([s.rows_beta if s.rows_beta is not None else np.zeros(0) for s in sums])
+        return upper, cut, g, beta
+
     def kink_rows(self, w: np.ndarray, radius: float, cap: int) -> KinkRows | None:
         """The kink rows of every partition (:meth:`RegularizedERM.kink_rows
         <cvxdp.erm.problem.RegularizedERM.kink_rows>`), with their indices in this problem's rows."""

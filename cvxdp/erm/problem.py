@@ -146,20 +146,33 @@ class RegularizedERM:
         """
         return reduce_pass(self, [self.pass_sums(w, tolerance, exclude)], w)
 
+    def pass_with_rows(self, w: np.ndarray, tolerance: float, rows: np.ndarray
+                       ) -> tuple[float, Cut, np.ndarray, np.ndarray]:
+        """:meth:`upper_and_cut` with ``rows`` left out of the cut, and those rows' own minorants
+        (slopes ``(k, d)`` and intercepts ``(k,)``, in the order of ``rows``)."""
+        sums = self.pass_sums(w, tolerance, rows)
+        upper, cut = reduce_pass(self, [sums], w)
+        return upper, cut, sums.rows_g, sums.rows_beta
+
     def pass_sums(self, w: np.ndarray, tolerance: float, exclude: np.ndarray | None = None) -> PassSums:
-        """One oracle pass at ``w`` over this problem's rows, as sums with certified error bounds."""
+        """One oracle pass at ``w`` over this problem's rows, as sums with certified error bounds; the rows
+        ``exclude`` are left out of the cut and their minorants returned one by one."""
         w = np.asarray(w, dtype=float)
         lean = self._tight_pass_data()
         cut_rows = np.ones(self.m, dtype=bool)
         if exclude is not None:
-            cut_rows[np.asarray(exclude, dtype=np.int64)] = False
+            exclude = np.asarray(exclude, dtype=np.int64)
+            cut_rows[exclude] = False
         if lean is None:
             ev = self.extension.evaluate(w, self.examples, tolerance=tolerance, offsets=self.offsets)
             total, error = accurate_sum(ev.upper)
             sums, errors = accurate_sum(np.column_stack([ev.subgradient[cut_rows], ev.intercept[cut_rows]]))
+            rows_g = rows_beta = None
+            if exclude is not None:
+                rows_g, rows_beta = ev.subgradient[exclude], ev.intercept[exclude]
             return PassSums(self.m, float(total), float(error), sums[:-1], errors[:-1], float(sums[-1]),
-                            float(errors[-1]))
-        return self._tight_pass(w, tolerance, lean, cut_rows)
+                            float(errors[-1]), rows_g, rows_beta)
+        return self._tight_pass(w, tolerance, lean, cut_rows, exclude)
 
     def _tight_pass_data(self) -> _TightPassData | None:
         """What the sums-only pass reads, made once per problem (``None`` where it does not apply:
@@ -181,8 +194,8 @@ class RegularizedERM:
                     scales=row_scales(a))
         return self._tight_data or None
 
-    def _tight_pass(self, w: np.ndarray, tolerance: float, lean: _TightPassData, cut_rows: np.ndarray
-                    ) -> PassSums:
+    def _tight_pass(self, w: np.ndarray, tolerance: float, lean: _TightPassData, cut_rows: np.ndarray,
+                    exclude: np.ndarray | None = None) -> PassSums:
         solved = closed_form_rows(w, lean.a, lean.b, lean.link, self.C, self.region, lean.a_norm,
                                   lean.candidates)
         # a solved row whose bracket misses the tolerance is the oracle's (it goes to the exact path)
@@ -196,19 +209,38 @@ class RegularizedERM:
         rest = np.ones(self.m, dtype=bool)
         rest[done] = False
         rest = np.nonzero(rest)[0]
+        ev = None
         if rest.size:
             ev = self.extension.evaluate(w, self.examples.subset(rest), tolerance=tolerance,
                                          offsets=self.offsets[rest])
             uppers.append(ev.upper)
             betas.append(ev.intercept[cut_rows[rest]])
             g_rows.append(ev.subgradient[cut_rows[rest]])
+        rows_g = rows_beta = None
+        if exclude is not None:
+            # the left-out rows' own minorants: (fl(π a), β) where solved — β charges the slope's rounding
+            # (extension.tight) — and the oracle's elsewhere
+            rows_g = np.zeros((exclude.size, self.dim))
+            rows_beta = np.full(exclude.size, -np.inf)
+            where = np.full(self.m, -1, dtype=np.int64)
+            where[exclude] = np.arange(exclude.size)
+            pos = where[done]
+            hit = pos >= 0
+            rows_g[pos[hit]] = solved.pi[keep][hit][:, None] * lean.a[done[hit]]
+            rows_beta[pos[hit]] = solved.beta[keep][hit]
+            if ev is not None:
+                pos = where[rest]
+                hit = pos >= 0
+                rows_g[pos[hit]] = ev.subgradient[hit]
+                rows_beta[pos[hit]] = ev.intercept[hit]
         total, error = accurate_sum(np.concatenate(uppers))
         beta_sum, beta_err = accurate_sum(np.concatenate(betas))
         if g_rows and g_rows[0].shape[0]:
             rest_sum, rest_err = accurate_sum(np.concatenate(g_rows))
             g_sum, both_err = accurate_sum(np.stack([g_sum, rest_sum]))
             g_err = g_err + rest_err + both_err
-        return PassSums(self.m, float(total), float(error), g_sum, g_err, float(beta_sum), float(beta_err))
+        return PassSums(self.m, float(total), float(error), g_sum, g_err, float(beta_sum), float(beta_err),
+                        rows_g, rows_beta)
 
     def lipschitz_bound(self) -> float:
         """A bound on ``F``'s Lipschitz constant on ``U``: ``C + λ (diam U + dist(w₀, U))``."""
@@ -231,6 +263,10 @@ class PassSums:
     g_err: np.ndarray
     beta: float
     beta_err: float
+    #: The minorants ``<g_i, u> + β_i ≤ f_{C,U}(u, z_i)`` of the rows left out of the cut, in their order
+    #: (``(k, d)`` and ``(k,)``; ``None`` when none were): the bundle method's kink rows' own cuts.
+    rows_g: np.ndarray | None = None
+    rows_beta: np.ndarray | None = None
 
 
 def reduce_pass(problem: object, parts: list[PassSums], w: np.ndarray) -> tuple[float, Cut]:
@@ -457,24 +493,25 @@ def bundle_master(problem: RegularizedERM, cuts: list[Cut], kinks: KinkRows | No
     G = np.stack([c.g for c in cuts])
     B = np.array([c.beta for c in cuts])
     nk = 0 if kinks is None else kinks.count
+    k = len(cuts)
     rows = problem.feasible_set.cone_rows()
     n = d + 1 + nk + rows.n_aux
     aux0 = d + 1 + nk
     builder = ProgramBuilder(n)
     # s_j = s − g_jᵀ w − β_j ≥ 0   →  A x = g_jᵀ w − s, b = −β_j
-    k = len(cuts)
     rr = np.concatenate([np.repeat(np.arange(k), d), np.arange(k)])
     cc = np.concatenate([np.tile(np.arange(d), k), np.full(k, d)])
     vv = np.concatenate([G.ravel(), -np.ones(k)])
     builder.add_rows(rr, cc, vv, -B, [Cone("nonneg", k)])
+    J = 0 if kinks is None else kinks.g.shape[1]
     if nk:
-        # t_i − g_ijᵀ w − β_ij ≥ 0 for each kink row i and piece j (rows 2i, 2i + 1)
-        Gk = kinks.g.reshape(2 * nk, d)
-        piece = np.arange(2 * nk)
+        # t_i − g_ijᵀ w − β_ij ≥ 0 for each kink row i and piece j (rows J i .. J i + J − 1)
+        Gk = kinks.g.reshape(J * nk, d)
+        piece = np.arange(J * nk)
         rr = np.concatenate([np.repeat(piece, d), piece])
-        cc = np.concatenate([np.tile(np.arange(d), 2 * nk), d + 1 + piece // 2])
-        vv = np.concatenate([Gk.ravel(), -np.ones(2 * nk)])
-        builder.add_rows(rr, cc, vv, -kinks.beta.ravel(), [Cone("nonneg", 2 * nk)])
+        cc = np.concatenate([np.tile(np.arange(d), J * nk), d + 1 + piece // J])
+        vv = np.concatenate([Gk.ravel(), -np.ones(J * nk)])
+        builder.add_rows(rr, cc, vv, -kinks.beta.ravel(), [Cone("nonneg", J * nk)])
     ar, ac = np.nonzero(rows.A_y)
     extra_r, extra_c, extra_v = [ar], [ac], [rows.A_y[ar, ac]]
     if rows.n_aux:
@@ -495,16 +532,26 @@ def bundle_master(problem: RegularizedERM, cuts: list[Cut], kinks: KinkRows | No
     P = sp.diags(np.concatenate([np.full(d, problem.lam + mu), np.zeros(n - d)]), format="csc")
     sol = solve(builder.build(q, P), ConicSettings(tol=1e-11, max_iter=300))
     theta = rho = None
-    if sol.usable and np.all(np.isfinite(sol.z[:k + 2 * nk])):
+    if sol.usable and np.all(np.isfinite(sol.z[:k + J * nk])):
         theta = project_onto_simplex(np.maximum(sol.z[:k], 0.0)[None, :])[0]
         total = math.fsum(theta)
         theta = theta / total if total > 0 and np.all(np.isfinite(theta)) else None
         if nk:
-            rho = project_onto_simplex(np.maximum(m * sol.z[k:k + 2 * nk], 0.0).reshape(nk, 2))
+            rho = project_onto_simplex(np.maximum(m * sol.z[k:k + J * nk], 0.0).reshape(nk, J))
     if theta is None:  # no usable weights: the best single cut (model_minimum is never NaN)
         theta = np.eye(k)[int(np.argmax([model_minimum(problem, c.g, c.beta) for c in cuts]))]
     if nk and (rho is None or not np.all(np.isfinite(rho))):
-        rho = np.full((nk, 2), 0.5)  # any weights in each row's simplex give a valid bound
+        rho = np.full((nk, J), 1.0 / J)  # any weights in each row's simplex give a valid bound
+    point = sol.x[:d].copy() if sol.usable and np.all(np.isfinite(sol.x[:d])) else None
+    return _finish_master(problem, cuts, usable, G, B, theta, rho, kinks, point, theta_all)
+
+
+def _finish_master(problem: RegularizedERM, cuts: list[Cut], usable: list[int], G: np.ndarray,
+                   B: np.ndarray, theta: np.ndarray, rho: np.ndarray | None, kinks: KinkRows | None,
+                   point: np.ndarray | None, theta_all: np.ndarray) -> BundleMaster:
+    """The certified bound of the weights ``θ`` (and ``ρ``), the aggregate, and the proposal."""
+    m, k = problem.m, len(cuts)
+    nk = 0 if kinks is None else kinks.count
     # Σθ_j ℓ_j is a minorant when Σθ = 1; after rounding Σθ = 1 + δ, which moves the combination
     # by |δ| times the cuts' size on U — charged below, with the rounding of θ·G and θ·B
     g = theta @ G
@@ -518,7 +565,7 @@ def bundle_master(problem: RegularizedERM, cuts: list[Cut], kinks: KinkRows | No
         beta = beta + float(np.einsum("kj,kj->", rho, kinks.beta)) / m
         size += (float(np.einsum("kj,kj->", rho, np.abs(kinks.beta)))
                  + float(np.einsum("kj,kj->", rho, np.linalg.norm(kinks.g, axis=2))) * reach) / m
-    slack = (k + 2 * nk + 64.0) * EPS * size
+    slack = (k + (0 if rho is None else rho.size) + 64.0) * EPS * size
     bound = model_minimum(problem, g, beta - slack)
     # a single cut is sometimes better than a poorly solved combination (not a minorant of F alone
     # when kink rows are left out of the cuts)
@@ -527,7 +574,6 @@ def bundle_master(problem: RegularizedERM, cuts: list[Cut], kinks: KinkRows | No
     # every candidate is a valid lower bound or −∞ (model_minimum is never NaN); drop NaN anyway,
     # since Python's max keeps a leading NaN
     candidates = [v for v in (bound, *singles) if not math.isnan(v)]
-    point = sol.x[:d].copy() if sol.usable and np.all(np.isfinite(sol.x[:d])) else None
     # the aggregate of the cuts alone (a minorant of the rows the cuts cover), for the bundle's memory
     g_cuts, beta_cuts = theta @ G, float(theta @ B)
     slack_cuts = (k + 64.0) * EPS * (float(np.abs(theta) @ np.abs(B))
@@ -536,3 +582,4 @@ def bundle_master(problem: RegularizedERM, cuts: list[Cut], kinks: KinkRows | No
     usable_sum = np.all(np.isfinite(g_cuts)) and math.isfinite(beta_cuts - slack_cuts)
     aggregate = Cut(g=g_cuts, beta=beta_cuts - slack_cuts) if usable_sum else None
     return BundleMaster(max(candidates) if candidates else -math.inf, theta_all, point, aggregate)
+

@@ -115,12 +115,15 @@ class TightBounds:
 
 
 def tight_bounds(u: np.ndarray, pi: np.ndarray, b: np.ndarray, link: Link, a_norm: np.ndarray,
-                 w_norm: np.ndarray | float, d: int) -> TightBounds:
+                 w_norm: np.ndarray | float, d: int, reach: float) -> TightBounds:
     """Certified bounds of rows tight at ``w`` (arrays over those rows; ``link`` restricted to them).
 
     ``u = fl(<a, w> + b)``, ``π`` the row's slope, ``w_norm = fl(||w||)``.  The upper bound is
     ``φ(u)`` moved by the argument's rounding times the link's slope next to ``u`` and by the
-    link's own rounding; ``β = π b − φ*(π)`` moved down by their rounding; the lower bound is
+    link's own rounding; ``β = π b − φ*(π)`` moved down by their rounding and by
+    ``σ_U(fl(π a) − π a) ≤ reach · 2ε |π| ||a||`` (``reach ≥ max_U ||u||``), so the minorant holds with the
+    float slope ``fl(π a)`` the oracle returns as well as with ``π a`` (found by review: without it, a
+    per-row minorant of ``evaluate`` rose above ``f_{C,U}`` by 10⁻¹⁷); the lower bound is
     ``π <a, w> + β`` with ``<a, w> = u − b`` recomputed from the rounded ``u`` and charged the
     dot product's rounding as well as the subtraction's.
     """
@@ -130,7 +133,8 @@ def tight_bounds(u: np.ndarray, pi: np.ndarray, b: np.ndarray, link: Link, a_nor
         upper = fval + rounding_margin(fval) + link.slope_bound_near(u, du) * du
         phistar = link.conjugate(pi)
         pib = pi * b
-        beta = pib - phistar - (rounding_margin(pib, phistar) + link.conjugate_rounding(pi))
+        beta = pib - phistar - (rounding_margin(pib, phistar) + link.conjugate_rounding(pi)
+                                + reach * 2.0 * EPS * np.abs(pi) * a_norm)
         # <a, w> = u − b up to the argument's rounding du (and the subtraction's, charged with the rest)
         aw = u - b
         piaw = pi * aw
@@ -193,7 +197,8 @@ def closed_form_rows(w: np.ndarray, a: np.ndarray, b: np.ndarray, link: Link, C:
                   else np.linalg.norm(w, axis=1))
     # on every row (elementwise, so a row's bits are its own), then kept where tight: cheaper than
     # copying the link's rows out when most rows are tight, as they are for a C near the data's scale
-    tb = tight_bounds(tight.u, tight.pi, b, link, a_norm, w_norm_all, d)
+    reach = region.norm_bound()
+    tb = tight_bounds(tight.u, tight.pi, b, link, a_norm, w_norm_all, d, reach)
     upper, lower, beta, slope = tb.upper, tb.lower, tb.beta, tight.pi
     # clipped candidates: steeper than C at w, with a point u* of slope ±C/||a|| toward which f falls
     shrink = 1.0 - (2.0 * d + 64.0) * EPS
@@ -222,7 +227,8 @@ def closed_form_rows(w: np.ndarray, a: np.ndarray, b: np.ndarray, link: Link, C:
             lk = link.subset(c_rows)
             bc = b[c_rows]
             wn = w_norm_all if shared else w_norm_all[c_rows]
-            c_upper, c_lower, c_beta = _clipped_bounds(wc, y, a[c_rows], bc, lk, C, pi, u_w, an, wn, d)
+            c_upper, c_lower, c_beta = _clipped_bounds(wc, y, a[c_rows], bc, lk, C, pi, u_w, an, wn, d,
+                                                       reach)
             upper, lower, beta, slope = (np.array(v, copy=True) for v in (upper, lower, beta, slope))
             upper[c_rows], lower[c_rows], beta[c_rows], slope[c_rows] = c_upper, c_lower, c_beta, pi
             foot = y
@@ -237,7 +243,7 @@ def closed_form_rows(w: np.ndarray, a: np.ndarray, b: np.ndarray, link: Link, C:
 
 def _clipped_bounds(w: np.ndarray, y: np.ndarray, a: np.ndarray, b: np.ndarray, link: Link, C: float,
                     pi: np.ndarray, u_w: np.ndarray, a_norm: np.ndarray, w_norm: np.ndarray | float,
-                    d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                    d: int, reach: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Certified ``(upper, lower, β)`` of clipped rows: the upper bound at the float foot point
     ``y ∈ U``, the lower bound and intercept from the pair ``(π a, π)`` at ``w``."""
     with np.errstate(invalid="ignore", over="ignore"):
@@ -249,7 +255,7 @@ def _clipped_bounds(w: np.ndarray, y: np.ndarray, a: np.ndarray, b: np.ndarray, 
         upper = fval + C * dist
         value_error = link.slope_bound_near(u_y, du_y) * du_y
         upper = upper + upper_margin(fval, C, dist, d, value_error, w_norm, y_norm)
-    bounds = tight_bounds(u_w, pi, b, link, a_norm, w_norm, d)
+    bounds = tight_bounds(u_w, pi, b, link, a_norm, w_norm, d, reach)
     return np.where(np.isfinite(upper), upper, np.inf), bounds.lower, bounds.beta
 
 

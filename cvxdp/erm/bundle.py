@@ -42,8 +42,11 @@ from cvxdp.erm.kinks import KinkRows
 from cvxdp.erm.problem import Cut, RegularizedERM, bundle_master, evaluate_upper
 from cvxdp.extension.certificates import certified_inner_points
 
-#: Most kink rows the master program takes exactly (its size grows with them).
-KINK_CAP = 2000
+#: Most kink rows the master program takes exactly (its size grows with them) ...
+KINK_CAP = 10_000
+#: ... and at most one in this many of the problem's rows (a few thousand kink rows cost the master more
+#: than a pass over a small problem).
+KINK_SHARE = 50
 #: Minorants kept per kink row beside its two pieces.
 KINK_MEMORY = 8
 #: The proximal weight's start, in units of λ (halved after an improving step, doubled after another).
@@ -72,7 +75,7 @@ def bundle_method(problem: RegularizedERM, alpha: float, start: np.ndarray, *, m
     cuts plus the aggregate, and the proximal weight ``μ`` starting at ``prox · λ`` and kept in
     ``[10⁻³ λ, 10 λ]`` (``prox=None``: none, the plain BMRM step).  Once the ball
     ``B(w_best, sqrt(2·gap/λ))``, which holds the minimizer, meets the kinks of at most
-    ``min(kink_cap, m/10)`` rows (two-piece losses in closed form), those rows enter the master
+    ``min(kink_cap, m/50)`` rows (two-piece losses in closed form), those rows enter the master
     program exactly and the cuts leave them out (:mod:`cvxdp.erm.kinks`; the cuts start afresh);
     ``kink_cap=None`` keeps plain cuts.  Fails closed: a NaN upper bound is never the best; a master
     program that gives no point, or a point we cannot make feasible, stops the run with what is
@@ -86,7 +89,7 @@ def bundle_method(problem: RegularizedERM, alpha: float, start: np.ndarray, *, m
     cuts: list[Cut] = []
     kinks: KinkRows | None = None
     mu = None if prox is None else prox * problem.lam
-    cap = None if kink_cap is None else max(min(kink_cap, problem.m // 10), 1)
+    cap = None if kink_cap is None else max(min(kink_cap, problem.m // KINK_SHARE), 1)
     passes = 0
     for passes in range(1, max_iterations + 1):
         if kinks is None:

@@ -240,27 +240,69 @@ class Examples:
 
     # -- numeric structure --------------------------------------------------
     def pieces(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(A, b)`` with ``f(y, z_i) = max_j A[i, j] · y + b[i, j]`` (piecewise-linear losses)."""
-        if "pieces" in self._cache:  # also a reduced batch's one affine piece (see affine_reduction)
+        """``(A, b)`` with ``f(y, z_i) = max_j A[i, j] · y + b[i, j]`` (piecewise-linear losses).
+
+        For a generalized-linear example these are *read off its generalized-linear form*
+        (:func:`glm_pieces`: ``A_ij = fl(κ_ij â_i)``, ``b_ij = e_ij``), the function every certified
+        path evaluates, so they are the same bits whatever the other examples of the batch are — and
+        a reduced or translated batch's pieces are those of its substitute by construction.  The
+        others keep their own (recovered, or transformed with the batch).
+        """
+        if "pieces" in self._cache:
             return self._cache["pieces"]
         st = self.loss.structure
         if not isinstance(st, PiecewiseLinearStructure):
             raise TypeError("pieces() is only defined for piecewise-linear losses")
         glm = self._cache.get("glm")
-        if glm is not None and bool(np.all(glm.is_glm)):
-            # every example generalized linear, its pieces released or never made: read them off the
-            # generalized-linear form, the function every certified path evaluates (so a reduced or
-            # translated batch's pieces are those of its substitute, by construction)
+        if glm is not None and bool(np.all(glm.is_glm)):  # released, or never made: from the form
             self._cache["pieces"] = glm_pieces(glm)
         else:
-            self._cache["pieces"] = affine_coefficients(st.pieces, self.loss.variable, self.arrays, self.m)
+            self.glm()  # from the recovered pieces; caches both (see set_pieces)
         return self._cache["pieces"]
+
+    def set_pieces(self, A: np.ndarray, b: np.ndarray, changed: np.ndarray | None = None,
+                   before: GLMRepresentation | None = None, canonical: bool = False) -> None:
+        """Make ``(A, b)`` this batch's pieces, and the generalized-linear form of the rows ``changed`` (all
+        by default) derived from them row by row (:meth:`glm`'s test); the other rows keep their form in
+        ``before`` bit for bit, whatever happened to other rows.
+
+        ``canonical`` (the pieces recovered from the expression): the generalized-linear examples' pieces
+        are then read off their form (:func:`glm_pieces`), the function every path evaluates, so a
+        released and re-read batch has the same bits.  Otherwise — pieces transformed by a per-row map on
+        a region without the closed form (substituted, scaled, translated) — they are kept as given and
+        the form follows them, as the map made them.
+        """
+        if changed is None or before is None:
+            glm = _glm_of_pieces(A, b)
+        else:
+            rows = np.nonzero(np.asarray(changed, dtype=bool))[0]
+            new = _glm_of_pieces(A[rows], b[rows])
+            a, lab = before.a.copy(), before.b.copy()
+            slopes = np.array(np.broadcast_to(before.link.slopes, (self.m, before.link.slopes.shape[-1])))
+            inter = np.array(np.broadcast_to(before.link.intercepts, slopes.shape))
+            flags = np.array(before.is_glm, dtype=bool)
+            a[rows], lab[rows], slopes[rows], inter[rows] = new.a, new.b, new.link.slopes, new.link.intercepts
+            flags[rows] = new.is_glm
+            glm = GLMRepresentation(a, lab, PiecewiseLinearLink(slopes, inter), flags)
+        self._cache["glm"] = glm
+        self._cache["pieces"] = _consistent_pieces(glm, A, b) if canonical else (A, b)
+
+    def set_glm(self, glm: GLMRepresentation, others: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+        """Make ``glm`` this batch's generalized-linear form; ``others`` are the pieces of the examples
+        that are not generalized linear (rows at their positions; the generalized-linear rows' entries
+        are ignored), needed when there are such examples: the pieces of the others are read off
+        ``glm``."""
+        self._cache["glm"] = glm
+        self._cache.pop("pieces", None)
+        if isinstance(self.loss.structure, PiecewiseLinearStructure) and not bool(np.all(glm.is_glm)):
+            if others is None:
+                raise ValueError("a batch with examples that are not generalized linear needs their pieces")
+            self._cache["pieces"] = _consistent_pieces(glm, *others)
 
     def release_pieces(self) -> None:
         """Drop the pieces ``(A, b)`` of a piecewise-linear loss whose every example is generalized
         linear (they hold ``J`` times the features): :meth:`pieces` reads them off :meth:`glm` again
-        if a path asks.  Memory only — no certified path on a ball or lens reads a generalized-linear
-        example's pieces, and elsewhere they come back as the same function."""
+        — the same bits — if a path asks.  Memory only."""
         glm = self.glm()
         if ("pieces" in self._cache and isinstance(self.loss.structure, PiecewiseLinearStructure)
                 and glm is not None and bool(np.all(glm.is_glm))):
@@ -280,10 +322,11 @@ class Examples:
           pinball, affine), tested on that example's own pieces only
           (``||a_ij − κ_ij â_i|| ≤ 1e-12 (1 + ||a_ij||)`` for every ``j``, with
           ``â_i`` its steepest piece's direction); then ``φ_i(u) = max_j
-          (κ_ij u + b_ij)`` with ``u = <â_i, y>``.
+          (κ_ij u + b_ij)`` with ``u = <â_i, y>`` (``b_i = 0``: a piecewise-linear
+          example's level lives in its link's intercepts).
 
         Privacy: every row of the result, ``is_glm`` included, is a function of its
-        own example's recovered pieces (:meth:`pieces`, themselves per example) and
+        own example's recovered pieces and
         public inputs — never a decision taken for the whole data set, so replacing
         one example cannot move another's representation, Lipschitz constant or
         oracle path.  Rows with ``is_glm`` false carry a stand-in (the pieces projected
@@ -298,22 +341,9 @@ class Examples:
             A, b = affine_coefficients((st.argument,), self.loss.variable, self.arrays, self.m)
             out = GLMRepresentation(A[:, 0, :], b[:, 0], st.link, np.ones(self.m, dtype=bool))
         elif isinstance(st, PiecewiseLinearStructure):
-            A, b = self.pieces()
-            rows = np.arange(self.m)
-            norms = np.linalg.norm(A, axis=2)
-            lead = np.argmax(norms, axis=1)
-            nrm = norms[rows, lead]
-            with np.errstate(invalid="ignore", over="ignore"):
-                ahat = np.where(nrm[:, None] > 0, A[rows, lead] / np.where(nrm > 0, nrm, 1.0)[:, None], 0.0)
-            # any unit vector will do for examples whose pieces are all constant
-            ahat[nrm == 0, 0] = 1.0
-            kappa = np.einsum("imd,id->im", A, ahat)
-            resid = A - kappa[:, :, None] * ahat[:, None, :]
-            with np.errstate(invalid="ignore", over="ignore"):
-                parallel = np.linalg.norm(resid, axis=2) <= 1e-12 * (1.0 + norms)
-            # NaN (an overflowing example) fails the test: that example takes the general path
-            out = GLMRepresentation(ahat, np.zeros(self.m), PiecewiseLinearLink(kappa, b),
-                                    np.all(parallel, axis=1))
+            self.set_pieces(*affine_coefficients(st.pieces, self.loss.variable, self.arrays, self.m),
+                            canonical=True)
+            return self._cache["glm"]
         self._cache["glm"] = out
         return out
 
@@ -381,6 +411,44 @@ class GLMRepresentation:
         """The representation of the examples selected by ``index``, row for row."""
         return GLMRepresentation(self.a[index], self.b[index], self.link.subset(index),
                                  self.is_glm[index])
+
+
+def _scaled_norms(V: np.ndarray) -> np.ndarray:
+    """``||v||`` over the last axis without overflow or underflow of the squares (scaled by ``max|v_j|``)."""
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        top = np.max(np.abs(V), axis=-1)
+        safe = np.where((top > 0) & np.isfinite(top), top, 1.0)
+        return np.where(top > 0, safe * np.linalg.norm(V / safe[..., None], axis=-1), 0.0)
+
+
+def _glm_of_pieces(A: np.ndarray, b: np.ndarray) -> GLMRepresentation:
+    """:meth:`Examples.glm`'s form of piecewise-linear pieces, row by row.
+
+    Norms are taken scaled (``||v|| = s ||v/s||``, ``s = max|v_j|``): squares of coefficients beyond
+    ``10¹⁵⁴`` overflow, and an infinite norm made ``â = 0`` — a constant loss passing the parallel test
+    (found when the pieces came to be read off this form)."""
+    m = A.shape[0]
+    rows = np.arange(m)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        norms = _scaled_norms(A)
+        lead = np.argmax(norms, axis=1)
+        nrm = norms[rows, lead]
+        ahat = np.where(nrm[:, None] > 0, A[rows, lead] / np.where(nrm > 0, nrm, 1.0)[:, None], 0.0)
+        # any unit vector will do for examples whose pieces are all constant
+        ahat[nrm == 0, 0] = 1.0
+        kappa = np.einsum("imd,id->im", A, ahat)
+        resid = A - kappa[:, :, None] * ahat[:, None, :]
+        parallel = (_scaled_norms(resid) <= 1e-12 * (1.0 + norms)) & np.isfinite(norms)
+    # NaN or an overflowing example fails the test: that example takes the general path
+    return GLMRepresentation(ahat, np.zeros(m), PiecewiseLinearLink(kappa, b), np.all(parallel, axis=1))
+
+
+def _consistent_pieces(glm: GLMRepresentation, A: np.ndarray, b: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """Pieces whose generalized-linear rows are read off ``glm`` and whose other rows are ``(A, b)``."""
+    A_glm, b_glm = glm_pieces(glm)
+    keep = np.asarray(glm.is_glm, dtype=bool)
+    return (np.where(keep[:, None, None], A_glm, A), np.where(keep[:, None], b_glm, b))
 
 
 def glm_pieces(glm: GLMRepresentation) -> tuple[np.ndarray, np.ndarray]:

@@ -114,3 +114,98 @@ def test_a_partitioned_fit_equals_the_serial_fit_within_the_certified_accuracy(a
     reach = (sum(math.sqrt(2 * s.certificate.gap / s.lam) for s in last)
              + 2 * last[0].plan.mechanism().snap_radius)
     assert float(np.linalg.norm(parted.w - serial.w)) <= reach + 1e-12
+
+
+def _mixed_model():
+    """A piecewise-linear loss whose rows are generalized linear unless ``x2`` differs from ``x``."""
+    d = 3
+    w = cp.Variable(d)
+    x1, x2, y = cp.Parameter(d, name="x"), cp.Parameter(d, name="x2"), cp.Parameter(name="y")
+    loss = cvxdp.Loss(cp.maximum(0.8 * (y - x1 @ w), 0.2 * (x2 @ w - y)), w, data={"x": x1, "x2": x2, "y": y})
+    return cvxdp.Model(loss, [cp.norm(w, 2) <= 1.0])
+
+
+@pytest.mark.parametrize("steep", [False, True])
+def test_a_generalized_linear_rows_form_and_pieces_do_not_depend_on_the_rows_beside_it(steep):
+    """Found by review: (1) a generalized-linear row's pieces were its recovered coefficients in a batch with
+    a row that is not generalized linear, but read off its form in a batch without one (the pieces released);
+    (2) a steep such neighbour made the record scaling re-derive every row's form from the pieces.  Now a
+    generalized-linear row's form, pieces, reduction and offsets are the same bits in any batch and any
+    partition."""
+    from cvxdp.erm.problem import RegularizedERM
+    from cvxdp.geometry import Ball, Lens
+    from cvxdp.run.partitions import compact
+
+    model = _mixed_model()
+    rng = np.random.default_rng(0)
+    n = 12
+    X = rng.normal(size=(n, 3)) * np.array([1.0, 3.7, 0.01])
+    Y = rng.normal(size=n) * 0.3
+    Y[:3] *= 1e12  # huge labels: the affine reduction substitutes them
+    X2 = X.copy()
+    X2[-1] = rng.normal(size=3) * (1e9 if steep else 1.0)  # the last row is not generalized linear
+    data = {"x": X, "x2": X2, "y": Y}
+    for region in (Ball(np.zeros(3), 1.0), Lens(Ball(np.zeros(3), 1.0), Ball(np.full(3, 0.2), 0.7))):
+        seen = []
+        for rows in (slice(None), slice(0, n - 1)):
+            ex = model.bind({k: v[rows] for k, v in data.items()})
+            compact(model, ex)
+            prob = RegularizedERM(model, ex, region, 1.0, 0.3, np.asarray(region.interior_point(), float))
+            g = prob.examples.glm()
+            A, b = prob.examples.pieces()
+            seen.append((g.a[: n - 1], g.link.slopes[: n - 1], g.link.intercepts[: n - 1], A[: n - 1],
+                         b[: n - 1], prob.reduction.mask[: n - 1], [str(o) for o in prob.offsets[: n - 1]]))
+        assert prob.reduction.mask[:3].all()
+        for first, second in zip(*seen, strict=True):
+            if isinstance(first, list):
+                assert first == second
+            else:
+                assert np.array_equal(first, second)
+    parts = Partitions.from_data(model, data, PartitionedExecutor(2))
+    whole = model.bind(data)
+    compact(model, whole)
+    A_all, _ = whole.pieces()
+    A_p0, _ = parts.handles[0].examples.pieces()  # the first partition holds generalized-linear rows only
+    assert np.array_equal(A_p0, A_all[: parts.sizes[0]])
+
+
+def test_a_far_ball_translates_a_piecewise_linear_row_with_exact_pieces():
+    """Found by review: translated in its generalized-linear form with the shift in ``b``, a row's pieces
+    read off the form had intercepts ``fl(κ b + e)`` that missed the form by about ``ε |κ| ||o||`` (10⁻⁴ at a
+    centre of 10¹²), so the joint program certified lower bounds above the minimum (here a centre of 10⁶,
+    where the translation still leaves room for an α of 10⁻⁶).  The shift now goes
+    into the link's intercepts: the pieces' intercepts are the form's, exactly, and the joint program's
+    certificate on a far ball is valid and tight."""
+    from fractions import Fraction
+
+    from cvxdp.erm import ERMSettings, solve_certified
+    from cvxdp.erm.translation import TranslatedERM, regularized_erm, translate_examples
+
+    centre = 1e6
+    w = cp.Variable(2)
+    model = cvxdp.Model(cvxdp.losses.pinball(w, 0.8), [cp.norm(w - centre, 2) <= 1.0])
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(40, 2)) * 0.7
+    Y = np.einsum("md,md->m", X, centre + rng.normal(size=(40, 2)) * 0.5) + rng.normal(size=40) * 0.3
+    ex = model.bind({"x": X, "y": Y})
+    moved = translate_examples(ex, np.full(2, centre), True)
+    g = moved.glm()
+    _, b = moved.pieces()
+    assert np.all(g.b == 0) and np.array_equal(b, np.broadcast_to(g.link.intercepts, b.shape))
+    problem = regularized_erm(model, ex, model.domain, 3.0, 0.5, model.domain.interior_point(), alpha=1e-6)
+    assert isinstance(problem, TranslatedERM)
+    inner = problem.inner
+    w_c, cert = solve_certified(problem, 1e-6, ERMSettings(method="conic", refine=False))
+    assert cert.gap <= 1e-6 and cert.method.startswith("translated(clarabel")
+    # the joint program's cut lies below the exact objective of the certified form, at random points of U
+    from cvxdp.erm.joint import solve_joint
+
+    cut = solve_joint(inner, ERMSettings().conic).cut
+    kap = np.broadcast_to(g.link.slopes, b.shape)
+    for v in inner.region.make_feasible(rng.normal(size=(20, 2)) * 0.5):
+        fv = sum(max(Fraction(float(kap[i, j])) * sum(Fraction(float(g.a[i, t])) * Fraction(float(v[t]))
+                                                      for t in range(2)) + Fraction(float(b[i, j]))
+                     for j in range(2)) for i in range(40)) / 40
+        lower = sum(Fraction(float(cut.g[t])) * Fraction(float(v[t])) for t in range(2))
+        assert lower + Fraction(float(cut.beta)) <= fv  # C = 3 exceeds every row's slope: f_{C,U} = f on U
+    assert np.linalg.norm(w_c - centre) <= 1.0 + 1e-9

@@ -53,7 +53,8 @@ import numpy as np
 
 from cvxdp.erm.problem import ERMCertificate, RegularizedERM
 from cvxdp.geometry import Ball, Domain, Lens
-from cvxdp.loss import Examples, GLMRepresentation, glm_pieces
+from cvxdp.links import PiecewiseLinearLink
+from cvxdp.loss import Examples, GLMRepresentation
 from cvxdp.model import Model
 from cvxdp.numerics import EPS, float_down, float_up
 from cvxdp.structure import PiecewiseLinearStructure, SmoothGLMStructure
@@ -138,20 +139,22 @@ def translate_examples(examples: Examples, origin: np.ndarray, glm_form: bool = 
     out = Examples(examples.loss, examples.arrays, examples.m)
     with np.errstate(invalid="ignore", over="ignore"):
         if isinstance(st, PiecewiseLinearStructure) and glm_form:
+            # max_j κ_j <â, w> + e_j = max_j κ_j <â, v> + fl(e_j + κ_j fl(<â, o>)): the shift goes into
+            # the link's intercepts, so the pieces read off the form (b_ij = e'_j) are exact
             glm = examples.glm()
-            level = _finite_level(glm.b + np.einsum("md,d->m", glm.a, o))
-            shifted = GLMRepresentation(glm.a, level, glm.link, glm.is_glm)
-            out._cache["glm"] = shifted
+            link = glm.link
+            shift = np.einsum("md,d->m", glm.a, o)
+            kappa = np.broadcast_to(link.slopes, (examples.m, link.slopes.shape[-1]))
+            moved_e = _finite_level(np.broadcast_to(link.intercepts, kappa.shape) + kappa * shift[:, None])
+            shifted = GLMRepresentation(glm.a, glm.b, PiecewiseLinearLink(kappa, moved_e), glm.is_glm)
+            others = None
             if not np.all(glm.is_glm):
                 A, b = examples.pieces()
-                A_glm, b_glm = glm_pieces(shifted)
-                moved = _finite_level(b + np.einsum("imd,d->im", A, o))
-                keep = np.asarray(glm.is_glm, dtype=bool)
-                out._cache["pieces"] = (np.where(keep[:, None, None], A_glm, A),
-                                        np.where(keep[:, None], b_glm, moved))
+                others = (A, _finite_level(b + np.einsum("imd,d->im", A, o)))
+            out.set_glm(shifted, others)
         elif isinstance(st, PiecewiseLinearStructure):
             A, b = examples.pieces()
-            out._cache["pieces"] = (A, _finite_level(b + np.einsum("imd,d->im", A, o)))
+            out.set_pieces(A, _finite_level(b + np.einsum("imd,d->im", A, o)))
         elif isinstance(st, SmoothGLMStructure):
             glm = examples.glm()
             level = _finite_level(glm.b + np.einsum("md,d->m", glm.a, o))

@@ -73,7 +73,7 @@ import numpy as np
 from cvxdp.geometry import Ball, Domain, Lens
 from cvxdp.geometry.certified import per_row_support_upper, support_rounding
 from cvxdp.links import HuberLink, Link, LogisticLink, PiecewiseLinearLink, ShiftedSquareLink, SquareLink
-from cvxdp.loss import Examples, GLMRepresentation, glm_pieces
+from cvxdp.loss import Examples, GLMRepresentation
 from cvxdp.numerics import EPS
 from cvxdp.structure import PiecewiseLinearStructure, SmoothGLMStructure
 
@@ -126,16 +126,17 @@ class AffineReduction:
         if not np.any(self.mask) and self.link is None:
             return examples
         out = Examples(examples.loss, examples.arrays, examples.m)
-        if self.pieces is not None:
-            out._cache["pieces"] = self.pieces
-        if self.pieces is None or self.labels is not None or self.link is not None:
-            # a generalized-linear substitute (with pieces too when a piecewise-linear batch on a ball
-            # mixes generalized-linear rows and others: each row's form is then its own, not re-derived)
-            glm = examples.glm()
-            link = glm.link if self.link is None else self.link
-            a = glm.a if self.directions is None else self.directions
-            labels = glm.b if self.labels is None else self.labels
-            out._cache["glm"] = GLMRepresentation(a, labels, link, glm.is_glm)
+        if self.pieces is not None and self.labels is None and self.link is None:
+            # substituted pieces; the substituted rows' form is derived from them, the others' kept
+            out.set_pieces(*self.pieces, changed=self.mask, before=examples.glm())
+            return out
+        # a generalized-linear substitute; on a ball, a piecewise-linear batch's other examples keep
+        # their own (substituted) pieces, and every row's form is its own, not re-derived
+        glm = examples.glm()
+        link = glm.link if self.link is None else self.link
+        a = glm.a if self.directions is None else self.directions
+        labels = glm.b if self.labels is None else self.labels
+        out.set_glm(GLMRepresentation(a, labels, link, glm.is_glm), self.pieces)
         return out
 
 
@@ -271,10 +272,8 @@ def _piecewise_on_balls(examples: Examples, region: Domain, C: float) -> AffineR
     if by_pieces is not None:
         offsets[others] = by_pieces.offsets[others]
         mask = mask | by_pieces.mask
-        # the others' pieces, substituted; the generalized-linear rows' pieces read off their substitute
-        A_new, b_new = by_pieces.pieces if by_pieces.pieces is not None else examples.pieces()
-        A_glm, b_glm = glm_pieces(GLMRepresentation(a, labels, substitute, is_glm))
-        pieces = (np.where(is_glm[:, None, None], A_glm, A_new), np.where(is_glm[:, None], b_glm, b_new))
+        # the others' pieces, substituted (the generalized-linear rows' are read off their substitute)
+        pieces = by_pieces.pieces if by_pieces.pieces is not None else examples.pieces()
     return AffineReduction(mask, offsets, pieces=pieces, labels=labels, link=substitute)
 
 

@@ -119,7 +119,13 @@ def scale_steep_records(examples: Examples, region: Domain, C: float) -> RecordS
         A2, b2 = A.copy(), b.copy()
         A2[steep] *= factors[steep, None, None]
         b2[steep] *= factors[steep, None]
-        out._cache["pieces"] = (A2, b2)
+        if exact_region:
+            # only examples that are not generalized linear are scaled there: the others keep their
+            # form, whatever rows go with them (found by review: re-derived from the pieces, a row's
+            # form moved with a steep neighbour's presence)
+            out.set_glm(examples.glm(), (A2, b2))
+        else:
+            out.set_pieces(A2, b2, changed=steep, before=examples.glm())
     else:
         a2, bv2 = glm.a.copy(), glm.b.copy()
         a2[steep] *= factors[steep, None]

@@ -472,20 +472,25 @@ def _result_release(result: PrivateResult) -> Release:
     """The observable output and the public record of a :class:`~cvxdp.problem.PrivateResult`."""
     ledger = [(e.mechanism, e.batch, e.n_examples, e.epsilon) for e in result.ledger.entries]
     steps = [(s.phase, s.group, s.round, s.m, s.epsilon, s.lam) for s in result.steps]
-    first = result.steps[0]
+    first = result.steps[0] if result.steps else None  # none: the centre was released (no fit)
     sched = result.schedule
     plan = {"ledger": ledger, "steps": steps,
-            "first round": (first.radius, first.plan.C, first.plan.alpha, first.plan.sensitivity,
-                            first.plan.noise_scale),
+            "first round": None if first is None else (first.radius, first.plan.C, first.plan.alpha,
+                                                       first.plan.sensitivity, first.plan.noise_scale),
             "tail": [(e.sensitivity, e.noise_scale) for e in result.ledger.entries
                      if e.mechanism == "private tail histogram"],
             "schedule": None if sched is None else (sched.sizes, sched.lambdas, sched.groups),
-            "moment bound": result.moment_bound, "epsilon spent": result.ledger.spent,
+            # None when no fit ran: NaN ≠ NaN would read as a mismatch of identical plans
+            "moment bound": result.moment_bound if math.isfinite(result.moment_bound) else None,
+            "epsilon spent": result.ledger.spent,
             "diagnostics": result.diagnostics_enabled}
     public = {"algorithm": result.algorithm, "profile": result.profile, "epsilon": result.epsilon,
               "tail": plan["tail"], "tail entries": [x for x in ledger if x[0] == "private tail histogram"]}
-    vector = np.concatenate([result.w, [first.plan.C, first.lam, first.plan.noise_scale,
-                                        result.moment_bound, len(result.steps)]])
+    # a released centre has no round and no moment bound: −1 stands for them (NaN would read as ⊥)
+    constants = ([-1.0, -1.0, -1.0] if first is None
+                 else [first.plan.C, first.lam, first.plan.noise_scale])
+    bound = result.moment_bound if math.isfinite(result.moment_bound) else -1.0
+    vector = np.concatenate([result.w, [*constants, bound, len(result.steps)]])
     return Release(vector, plan, public)
 
 
@@ -499,11 +504,12 @@ def _estimator_release(est: object) -> Release:
               "tail": [(e.batch, e.n_examples, e.epsilon, e.sensitivity, e.noise_scale) for e in entries
                        if e.mechanism == "private tail histogram"],
               "result_": hasattr(est, "result_")}
+    # no fit entry: the estimator kept its public centre (the tail histogram saw nothing); −1 stands for
+    # the first round's constants (NaN would read as ⊥)
+    first = (fits[0].sensitivity, fits[0].noise_scale) if fits else (-1.0, -1.0)
     plan = {**public, "ledger": [(e.mechanism, e.batch, e.n_examples, e.epsilon) for e in entries],
-            "first round": (fits[0].sensitivity, fits[0].noise_scale),
-            "epsilon spent": est.epsilon_spent_}
-    vector = np.concatenate([est.coef_, [est.intercept_, fits[0].sensitivity, fits[0].noise_scale,
-                                         len(entries)]])
+            "first round": first if fits else None, "epsilon spent": est.epsilon_spent_}
+    vector = np.concatenate([est.coef_, [est.intercept_, *first, len(entries)]])
     return Release(vector, plan, public)
 
 
@@ -793,6 +799,21 @@ def max_affine_pair(n: int = 300, everyone: bool = False) -> tuple[dict, dict]:
     return {"A": A, "b": b}, {"A": A1, "b": b1}
 
 
+def tail_edge_pair(n: int = 154) -> tuple[dict, dict]:
+    """LAD data, ``d = 1``: every example ``x = 0.2``, ``y = 1`` in ``data_0``; in ``data_1`` the last
+    one is ``x = 10⁶`` (its Lipschitz constant moves from the shared bin to a far one).
+
+    At ``ε = 1`` with ``G_k="auto"`` (the histogram's ε is 0.1 on the default grid: its finest
+    threshold is 153.7) the shared bin's count — 154 or 153 — sits at the noise threshold,
+    so one record decides, with some probability, whether the histogram sees anything — and hence
+    whether a fit is planned or the domain's centre released (:meth:`~cvxdp.plan.planner.Planner.plan`).
+    """
+    X0 = np.full((n, 1), 0.2)
+    X1 = X0.copy()
+    X1[-1] = 1e6
+    return {"x": X0, "y": np.ones(n)}, {"x": X1, "y": np.ones(n)}
+
+
 def svm_label_pair(kind: str = "flip", n: int = 40, seed: int = 0) -> tuple[dict, dict]:
     """Labels in the declared classes ``(0, 1)``: ``"flip"`` — ``{1×39, 0}`` vs ``{1×40}``;
     ``"one-class"`` — ``{0×39, 1}`` vs ``{0×40}`` (one side has a single class).  Features shared.
@@ -1053,6 +1074,13 @@ def _register() -> dict[str, Scenario]:
         "max_affine(w, 2) n=300, a never-active steep row 100·e1 vs 100·e2, G_k=2, defaults (population)",
         max_affine_pair, solve_fit(_max_affine_model, epsilon=1.0, moment_k=4.0, G_k=2.0),
         full_runs=20, coupled_runs=1))
+    out.append(Scenario(
+        "tail-edge/auto-G/output-perturbation",
+        "LAD n=154 at x = 0.2, one row x = 1e6, G_k='auto': the histogram's count at its noise "
+        "threshold decides between a fit and the released centre",
+        tail_edge_pair, solve_fit(_lad_box_model, epsilon=1.0, moment_k=4.0, G_k="auto",
+                                  algorithm="output-perturbation"),
+        full_runs=2000, quick_runs=150, same_tail=False))
     out.append(Scenario(
         "max-affine-CONTROL-every-row/auto-G/output-perturbation",
         "not neighbours: every example's steep row made active (every Lipschitz constant 1 -> 100)",

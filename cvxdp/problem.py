@@ -70,7 +70,11 @@ class PrivateResult:
         sensitivity, noise scale, radii) and the released center.  Its
         ``certificate`` (the certified gap, its bounds, the solver path, seconds —
         data-dependent) is kept only with ``diagnostics=True`` and is ``None``
-        otherwise.
+        otherwise.  Empty when no fit ran (``release_plan.fallback == "centre"``: ``w`` is then the
+        domain's public centre).
+    moment_bound:
+        The ``G_k`` the fit planned for (the private estimate with ``G_k="auto"``); NaN when no fit
+        ran.
     release_plan:
         The :class:`~cvxdp.plan.planner.ReleasePlan` the fit ran (print it with ``describe()``): a
         function of the public inputs and, with the tail histogram, of that release.
@@ -194,6 +198,11 @@ class PrivateProblem:
             The public moment bound ``E sup_{w∈W} ||∂f(w, z)||^k ≤ G_k^k`` (``k ≥ 2``), or
             ``G_k="auto"`` to estimate it privately (a ``tail_share`` of ε, default 0.1;
             see :mod:`cvxdp.privacy.tail` for what such an estimate can and cannot promise).
+            If that histogram sees nothing above its noise (small ``n ε``), there is no scale to
+            plan for: the fit releases the domain's public centre and spends no more of ε, or, with
+            a declared ``tail_range``, plans for its top as a public ``G_k``
+            (``result.release_plan.fallback`` says which; a :class:`~cvxdp.error.UtilityWarning`
+            names the remedies).
         G_2:
             Second-moment bound (defaults to ``G_k``, valid since ``G_2 ≤ G_k``).
         algorithm:
@@ -220,7 +229,8 @@ class PrivateProblem:
             the histogram's geometric grid.  Default ``(1e-4 G_k, 1e4 G_k)``, or
             ``(1e-6, 1e10)`` with ``G_k="auto"``.  A narrower range (from units and
             domain knowledge, never from the data) means fewer bins, so small data
-            sets still see their tail above the noise.
+            sets still see their tail above the noise; a declared range's top is also the
+            public ``G_k`` a ``G_k="auto"`` fit falls back to when the histogram sees nothing.
         lambda_scale, lambda_growth, max_phases:
             Algorithm 1's schedule ``λ_t = scale·λ₁·growth^{t−1}``.  Default: the
             paper profile uses scale 1, growth 8 and every phase; the tight profile

@@ -83,12 +83,27 @@ def test_the_registry_holds_every_pair_of_the_issue():
     assert {"max-affine-steep-row/public-G/output-perturbation",
             "max-affine-steep-row/auto-G/output-perturbation"} <= names
     assert {"svm-flip/population", "svm-one-class/population"} <= names
+    assert "tail-edge/auto-G/output-perturbation" in names
     for kind in ("outlier", "boundary", "huge-features"):
         assert {f"lad-{kind}/adapter-tight", f"lad-{kind}/BROKEN-noise-x0.25"} <= names
     # the fast scenarios meet the full mode's 2000 runs per side
     for name, sc in SCENARIOS.items():
         if sc.quick_runs:
             assert sc.full_runs >= 2000, name
+
+
+def test_the_tail_edge_pair_reaches_both_the_fit_and_the_released_centre():
+    """The scenario has power only if its records sit where the histogram's decision is open: under
+    different seeds some runs fit and some release the centre, on each side."""
+    from cvxdp.privacy.random import SeededRandom
+
+    sc = SCENARIOS["tail-edge/auto-G/output-perturbation"]
+    fit = sc.make_fit()
+    for data in sc.build():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fallbacks = {fit(data, SeededRandom(seed)).plan["steps"] == [] for seed in range(24)}
+        assert fallbacks == {True, False}
 
 
 @pytest.mark.parametrize("name", GUARANTEED)

@@ -15,7 +15,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 import cvxdp
 from cvxdp.datasets import student_t_hinge, student_t_lad
 from cvxdp.erm.problem import ERMCertificate
-from cvxdp.error import CvxdpError, DataError, ParameterError, PrivacyBudgetError
+from cvxdp.error import CvxdpError, DataError, ParameterError, PrivacyBudgetError, UtilityWarning
 from cvxdp.estimators import (
     SKLEARN_EXPECTED_FAILURES,
     PrivateLADRegressor,
@@ -358,6 +358,19 @@ def test_a_public_prior_centre_moves_the_domain_and_the_shrinkage():
         PrivateQuantileRegressor(center=[0.0, 5.5], **kw).fit(X, y)
     with pytest.raises(ParameterError, match="not supported"):
         PrivateLADRegressor(G_k=3.0, solver="SCS").fit(X, y)
+
+
+def test_an_auto_fit_that_sees_no_tail_returns_the_public_centre():
+    """``G_k="auto"`` on 30 rows at ε = 0.5: the tail histogram sees nothing above its noise, and the
+    estimator keeps its public prior (coef, intercept) rather than a fit planned for a scale of 10¹⁰."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(30, 2))
+    y = X @ np.array([0.3, 0.1]) + 5.0 + rng.standard_t(3, size=30)
+    with pytest.warns(UtilityWarning, match="public centre"):
+        est = PrivateQuantileRegressor(quantile=0.9, G_k="auto", epsilon=0.5, center=[0.1, 0.0, 5.5],
+                                       random_state=0).fit(X, y)
+    assert np.array_equal(est.coef_, [0.1, 0.0]) and est.intercept_ == 5.5
+    assert est.epsilon_spent_ == 0.05  # the histogram's share: the fit's budget is not spent
 
 
 def test_refusal_messages_quote_no_data():

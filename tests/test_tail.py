@@ -14,6 +14,8 @@ from scipy.signal import fftconvolve
 import cvxdp
 from cvxdp.datasets import high_leverage_tail, student_t_lad
 from cvxdp.error import ParameterError, UtilityWarning
+from cvxdp.plan.inputs import PublicInputs
+from cvxdp.plan.planner import Planner
 from cvxdp.privacy.ledger import PrivacyLedger
 from cvxdp.privacy.random import SeededRandom
 from cvxdp.privacy.tail import lipschitz_constants, private_tail_profile, sum_laplace_threshold
@@ -166,6 +168,77 @@ def test_an_empty_histogram_warns_and_assumes_the_worst():
         tail = private_tail_profile(model, ex, epsilon=0.05, ledger=PrivacyLedger(20, 0.05),
                                     source=SeededRandom(0), low=1e-3, high=1e3)
     assert tail.mass[-1] == 1.0 and tail.moment(2.0) >= 1e3
+    assert tail.seen is False  # the stand-in above the grid is marked: no planner may use it
+    assert tail.block == 1 and tail.mass.shape == tail.upper_values().shape
+    # everything in the overflow bin, valued at twice the grid's top
+    assert math.isclose(tail.moment(2.0), 2.0 * tail.edges[-1], rel_tol=1e-12)
+    ex = model.bind({"x": X, "y": np.ones(20)})
+    seen = private_tail_profile(model, ex, epsilon=50.0, ledger=PrivacyLedger(20, 50.0),
+                                source=SeededRandom(0), low=1e-3, high=1e3)
+    assert seen.seen is True and seen.mass[-1] == 0.0
+
+
+def test_whether_the_histogram_saw_anything_is_read_off_the_noisy_counts_alone(monkeypatch):
+    """``seen`` (and the stand-in) are post-processing: two very different data sets given the same noisy
+    counts get the same profile, and the decision follows the counts, not the data."""
+    from cvxdp.privacy import mechanisms
+
+    model = _model(1)
+    small = model.bind({"x": np.full((40, 1), 0.2), "y": np.ones(40)})
+    spread = model.bind({"x": np.geomspace(1e-2, 1e2, 40)[:, None], "y": np.ones(40)})
+    for level in (0, 10_000):
+        def fixed(self, counts, source, level=level):
+            out = np.zeros(counts.size)
+            out[5] = level
+            return out
+
+        monkeypatch.setattr(mechanisms.DiscreteLaplaceCounts, "release", fixed)
+        tails = [private_tail_profile(model, ex, epsilon=0.5, ledger=PrivacyLedger(40, 0.5),
+                                      source=SeededRandom(0), low=1e-3, high=1e3)
+                 for ex in (small, spread)]
+        assert tails[0].seen is tails[1].seen is (level > 0)
+        assert np.array_equal(tails[0].mass, tails[1].mass) and tails[0].block == tails[1].block
+        assert tails[0].mass.shape == tails[0].upper_values().shape
+
+
+def _auto_fit(n, epsilon, seed, **kw):
+    """A G_k='auto' LAD fit on n examples whose histogram sees nothing at this ε, with its warnings."""
+    task = student_t_lad(n=n, d=2, nu=5.0, n_test=10, seed=seed)
+    w = cp.Variable(2)
+    centre = np.array([0.7, -0.4])
+    model = cvxdp.Model(cvxdp.losses.absolute(w), [cp.norm(w - centre) <= 1.0])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        r = cvxdp.PrivateProblem(model).solve({"x": task.X_train, "y": task.y_train}, epsilon=epsilon,
+                                              moment_k=4.0, G_k="auto", random_state=seed, **kw)
+    return r, centre, [str(c.message) for c in caught if issubclass(c.category, UtilityWarning)]
+
+
+def test_an_unseen_histogram_releases_the_public_centre_and_spends_only_its_share():
+    # n = 40 at ε = 0.5: the histogram's ε is 0.05 (noise scale 40), far above any count
+    r, centre, caught = _auto_fit(40, 0.5, seed=0)
+    assert any("saw nothing" in m and "public centre" in m for m in caught)
+    plan = r.release_plan
+    assert plan.fallback == "centre" and plan.batches == () and not plan.provisional
+    assert np.array_equal(r.w, centre) and r.steps == [] and math.isnan(r.moment_bound)
+    assert [e.mechanism for e in r.ledger.entries] == ["private tail histogram"]
+    assert r.ledger.spent == 0.05 and r.ledger.verify() == 0.05
+    text = plan.describe()
+    assert "no G_k" in text and "centre is released" in text and "nan" not in text
+
+
+def test_an_unseen_histogram_with_a_declared_range_plans_for_its_top():
+    high = 50.0
+    r, centre, caught = _auto_fit(40, 0.5, seed=1, tail_range=(0.01, high))
+    assert any("saw nothing" in m for m in caught)
+    plan = r.release_plan
+    assert plan.fallback == "tail_range top" and plan.G_k == high and plan.G_2 == high
+    assert not plan.adaptive_clip and "declared tail_range's top, G_k = 50" in plan.describe()
+    # the same rounds as a fit given that top as a public bound (the worst-case plan: no tail model)
+    public = PublicInputs.from_options(d=2, D=2.0, structured=True, epsilon=0.5, moment_k=4.0, G_k=high,
+                                       tail_share=0.1, n=40)
+    assert plan.batches == Planner(public).plan(None).batches
+    assert r.steps and r.ledger.spent <= 0.5 and np.linalg.norm(r.w - centre) <= 1.0 + 1e-9
 
 
 def test_a_public_tail_range_narrows_the_grid_and_is_validated():

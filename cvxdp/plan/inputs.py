@@ -70,6 +70,10 @@ class PublicInputs:
     boosting_groups: int | None
     structured: bool
     n: int | None = None
+    #: Whether ``tail_grid`` was given by the user (``tail_range``): a declared public range, whose top
+    #: a fit with ``G_k="auto"`` may plan for when the histogram sees nothing (the default grid's top is
+    #: no one's bound).
+    declared_tail_range: bool = False
 
     @property
     def auto(self) -> bool:
@@ -163,7 +167,7 @@ class PublicInputs:
                      algorithm=algorithm, profile=prof, localize=localize, tail_share=tail_share,
                      tail_grid=grid, lambda_scale=lambda_scale, lambda_growth=lambda_growth,
                      max_phases=max_phases, lam=lam, boosting_groups=boosting_groups,
-                     structured=bool(structured))
+                     structured=bool(structured), declared_tail_range=tail_range is not None)
         return inputs if n is None else inputs.with_n(n)
 
     def with_n(self, n: int) -> PublicInputs:

@@ -101,7 +101,8 @@ class ReleasePlan:
     """Every release of a fit, with its public constants (see the module docstring).
 
     ``provisional`` plans were made before the tail release they depend on; ``batches`` is empty
-    when even ``G_k`` comes from that release (``G_k="auto"``).
+    when even ``G_k`` comes from that release (``G_k="auto"``) and, after it, when that release saw
+    nothing and the fit falls back to the domain's centre (``fallback``).
     """
 
     inputs: PublicInputs
@@ -113,6 +114,10 @@ class ReleasePlan:
     batches: tuple[BatchPlan, ...]
     provisional: bool = False
     profile_name: str = field(default="")
+    #: ``None``, or how a fit with ``G_k="auto"`` went on when its tail histogram saw nothing:
+    #: ``"centre"`` (no fit: the domain's public centre is released) or ``"tail_range top"`` (planned
+    #: for the declared range's top as a public ``G_k``).  See :meth:`Planner.plan`.
+    fallback: str | None = None
 
     @property
     def partitioned(self) -> bool:
@@ -146,16 +151,26 @@ class ReleasePlan:
                  f"  ε = {inp.epsilon:.6g} in total on n = {inp.n} examples; d = {inp.d}, domain diameter "
                  f"D = {inp.D:.4g}; moment bound k = {inp.moment_k:g}, "
                  + ("G_k from the tail release" if inp.auto and self.provisional
+                    else "no G_k (the tail release gave no scale)" if self.fallback == "centre"
                     else f"G_k = {self.G_k:.4g}")]
         if self.tail is not None:
             t = self.tail
             lines.append(f"  release 1: private tail histogram, ε = {t.epsilon:.4g} on every example, "
                          f"{t.bins} counts on [{t.low:.3g}, {t.high:.3g}], ℓ1 Δ = 2, discrete Laplace "
                          f"scale {float(t.mechanism().scale):.4g}")
+        if self.fallback == "centre":
+            lines.append("  the tail histogram saw nothing above its noise: no fit; the domain's public "
+                         "centre is released and the fit's budget is not spent")
+        elif self.fallback == "tail_range top":
+            lines.append(f"  the tail histogram saw nothing above its noise: planned for the declared "
+                         f"tail_range's top, G_k = {self.G_k:.4g}, as a public bound")
         if self.provisional:
             lines.append("  PROVISIONAL: " + (
                 "G_k, C, λ, the schedule and the radii come from the tail release; only its ε and the "
-                f"fit's ε = {self.epsilon_fit:.6g} per example are fixed before it." if not self.batches else
+                f"fit's ε = {self.epsilon_fit:.6g} per example are fixed before it (if it sees nothing "
+                "above its noise, the fit "
+                + ("plans for the declared tail_range's top" if inp.declared_tail_range
+                   else "releases the domain's centre") + ")." if not self.batches else
                 "C, λ, the schedule and the radii below assume the public worst-case tail; in the fit "
                 "they come from the tail release (its ε and the fit's ε per example are fixed)."))
         if self.batches:
@@ -186,7 +201,7 @@ class ReleasePlan:
     def adaptive_clip(self) -> bool:
         """Whether each round's ``C`` is chosen with the released tail histogram."""
         return self.tail is not None and isinstance(self.inputs.profile, TightProfile) \
-            and self.inputs.profile.clip is None
+            and self.inputs.profile.clip is None and self.fallback is None
 
 
 class Planner:
@@ -206,7 +221,26 @@ class Planner:
         return TailReleasePlan(epsilon=inp.tail_epsilon, low=low, high=high)
 
     def plan(self, tail: TailProfile | None = None) -> ReleasePlan:
-        """The plan given the released ``tail`` (``None``: before the release, or when there is none)."""
+        """The plan given the released ``tail`` (``None``: before the release, or when there is none).
+
+        With ``G_k="auto"`` and a histogram that saw nothing above its noise (``tail.seen`` false) there
+        is no estimate to plan for.  Planning for the stand-in (every example above the grid, at
+        ``2·10¹⁰`` on the default grid) scales ``C`` and ``λ`` together, so every round's regularized
+        minimizer is pinned at its centre ``w₀`` (the domain's public interior point) and the fit
+        releases ``w₀`` plus noise — measured worse than ``w₀`` itself on small real data.  The plan
+        falls back instead:
+
+        * with a declared ``tail_range``: to its top as a public ``G_k`` (and ``G_2``, unless given) —
+          the same plan as a fit given that bound, the histogram's share already spent;
+        * otherwise (the default grid's top bounds nothing anyone declared): to no fit at all — ``w₀``
+          is released and the fit's share of ε is not spent.  This removes the noise the stand-in's
+          fit would add to ``w₀``: for a convex risk ``f`` and mean-zero noise ``b``,
+          ``E f(w₀ + b) ≥ f(w₀)`` (Jensen) — up to the clamping, snapping and projection of the
+          release, which keep its mean near, not exactly at, ``w₀``.
+
+        Privacy: ``tail.seen`` is a function of the released noisy counts, the range's being declared
+        and its top are public, so the branch is post-processing of a charged release.
+        """
         inp = self.inputs
         tail_plan = self.tail_release()
         provisional = tail_plan is not None and tail is None
@@ -214,6 +248,15 @@ class Planner:
         if tail_plan is not None:
             eps_fit = budget_remainder(inp.epsilon, tail_plan.epsilon)  # both add up to ≤ ε exactly
         G_k, G_2, profile = inp.G_k, inp.G_2, inp.profile
+        fallback = None
+        if tail is not None and inp.auto and not tail.seen:
+            if not inp.declared_tail_range:
+                return ReleasePlan(inputs=inp, tail=tail_plan, epsilon_fit=eps_fit, G_k=math.nan,
+                                   G_2=math.nan, schedule=None, batches=(), provisional=False,
+                                   profile_name=profile.name, fallback="centre")
+            fallback, G_k = "tail_range top", float(tail_plan.high)
+            G_2 = min(G_2, G_k) if G_2 is not None else G_k
+            tail = None  # the stand-in is not planned for
         if tail is not None:
             if inp.auto:
                 G_k = tail.moment(inp.moment_k)
@@ -230,7 +273,7 @@ class Planner:
         _require_finite(batches)
         return ReleasePlan(inputs=inp, tail=tail_plan, epsilon_fit=eps_fit, G_k=float(G_k), G_2=float(G_2),
                            schedule=schedule, batches=batches, provisional=provisional,
-                           profile_name=profile.name)
+                           profile_name=profile.name, fallback=fallback)
 
     def _population(self, profile, eps: float, G_k: float, G_2: float):
         inp = self.inputs

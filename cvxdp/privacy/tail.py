@@ -29,7 +29,9 @@ Small samples: with ``J`` bins of width ``2^{1/b}`` the threshold
 in blocks of 2, 4, 8, … with a threshold valid for a sum of discrete Laplace
 noises (:func:`sum_laplace_threshold`) — until the bins that survive hold at least half
 of the ``n`` examples (failing that, the level that saw the most is kept, with a
-:class:`~cvxdp.error.UtilityWarning` when its bins are wide).  Summing released
+:class:`~cvxdp.error.UtilityWarning` when its bins are wide).  When no level sees anything the
+profile is marked unseen (:attr:`TailProfile.seen`): it gives no scale, and the planner does not
+plan a fit for a stand-in (:meth:`~cvxdp.plan.planner.Planner.plan`).  Summing released
 noisy counts is post-processing: no extra privacy is spent; a coarser bin only
 rounds its values up further.
 
@@ -193,6 +195,11 @@ class TailProfile:
     block:
         How many fine bins each bin of ``mass`` merges (1 unless the sample was
         too small to see anything at the fine resolution).
+    seen:
+        ``False`` when no count, at any level of coarsening, cleared its noise threshold: the release
+        says nothing about the scale of ``A`` (``mass`` is then a stand-in, everything above the grid,
+        which no fit should plan for; see :meth:`~cvxdp.plan.planner.Planner.plan`).  A function of the
+        released noisy counts, so branching on it is post-processing.
     """
 
     edges: np.ndarray
@@ -201,6 +208,7 @@ class TailProfile:
     threshold: float
     n: int
     block: int = 1
+    seen: bool = True
     _moments: MomentCache = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -371,22 +379,29 @@ def private_tail_profile(model: Model, examples: Examples, *, epsilon: float, le
             f"(n = {n}, ε = {eps:g}): its values are rounded up by as much as {rounding:.3g}×. Pass a "
             "public G_k, raise the share of ε spent on the histogram, or narrow its grid (tail_range)."),
             stacklevel=2)
-    if kept.sum() <= 0:
-        kept = np.zeros_like(merged)
-        kept[-1] = 1.0  # nothing survived even one block: assume the worst, everything above the grid
+    seen = bool(kept.sum() > 0)
+    if not seen:
+        # a stand-in on the fine bins (everything above the grid); `seen` tells planners not to use it
+        kept, block, threshold = np.zeros(noisy.size), 1, levels[0][2]
+        kept[-1] = 1.0
         warnings.warn(UtilityWarning(
-            f"the private tail histogram saw nothing above its noise (n = {n}, ε = {eps:g}): every "
-            f"example is assumed to sit at the top of the grid ({high:.3g}), which makes the fit noisy. "
-            "Pass a public G_k, raise the share of ε spent on the histogram, or narrow its grid "
+            f"the private tail histogram saw nothing above its noise (n = {n}, ε = {eps:g}), so it gives "
+            "no scale for the per-example Lipschitz constants: with G_k='auto' the fit releases the "
+            "domain's public centre (or, with a public tail_range, plans for the range's top). Pass a "
+            "public G_k, raise the share of ε spent on the histogram (tail_share), or narrow its grid "
             "(tail_range)."),
             stacklevel=2)
     return TailProfile(edges=edges, mass=kept / kept.sum(), epsilon=eps, threshold=threshold, n=n,
-                       block=block)
+                       block=block, seen=seen)
 
 
 def estimate_moment_bound(model: Model, data: dict, *, k: float, epsilon: float, ledger: PrivacyLedger,
                           source: NoiseSource, **grid) -> tuple[float, TailProfile]:
-    """A pure-ε-DP estimate of ``G_k`` (upward-rounded; see the module's caveats) and its histogram."""
+    """A pure-ε-DP estimate of ``G_k`` (upward-rounded; see the module's caveats) and its histogram.
+
+    When the histogram saw nothing above its noise (``profile.seen`` false) the estimate is the
+    stand-in's — the overflow bin's value, twice the grid's top — and means only that the release
+    gave no scale."""
     examples = model.bind(data)
     profile = private_tail_profile(model, examples, epsilon=epsilon, ledger=ledger, source=source, **grid)
     return profile.moment(k), profile

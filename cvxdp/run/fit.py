@@ -56,7 +56,7 @@ def run_fit(model: Model, examples: Examples | Partitions, planner: Planner, *, 
     # Algorithm 1's public random partition (cvxdp.run.shuffle): batch b reads the rows at shuffled
     # positions [offset_b, offset_b + size_b); the single-batch algorithms read every example.  The
     # ledger knows each example by its position (a bijection of the rows, so the same accounting).
-    shuffle = PublicShuffle.draw(source, n) if plan.partitioned else None
+    shuffle = PublicShuffle.draw(source, n) if plan.partitioned and plan.batches else None
 
     def positions_of(batch):
         return slice(batch.offset, batch.offset + batch.size)

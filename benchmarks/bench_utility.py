@@ -18,6 +18,15 @@ Studies (d = 10, k = 4, ε = 1 unless varied; several seeds, medians with the
   default's).  Its cells are filed under the ``n`` study's tables.
 * ``epsilon`` — ε from 0.1 to 10 on the high-leverage instance at n = 3·10^4.
 * ``k``       — Student-t LAD with ν = k + 1 for k = 2.5, 4, 8: slope in n per k.
+* ``lower-bound`` — the paper's lower-bound instance (:func:`cvxdp.datasets.linear_lower_bound`,
+  ``f(w, z) = −<w, z>`` on the unit ball, ``z = a v`` with probability ``p``, else 0) for k = 2.5, 4, 8,
+  as the family the private term of Theorem 4.1 is witnessed by: ``p = c d/(nε)`` (about ``c d/ε``
+  rare examples, ``c = 16``; at ``c = 1`` every method sits at the trivial excess ``p a``) and
+  ``a = p^{−1/k}``, so ``G_k = 1`` at every n and the centre's excess ``p a = (c d/(nε))^{1−1/k}``
+  falls exactly at the rate.  cvxdp, clipped output perturbation by its public rule, the centre
+  ``w = 0``, and the tight profile's public excess-risk bound for the plan of that fit
+  (:func:`~cvxdp.plan.schedule.schedule_proxy` at the final phase, the telescoped Theorem 3.1 bound
+  with the tight constants).
 * ``bias``    — the clipping bias: excess risk of the population minimizer of the
   C-clipped problem against C (exact quadrature, no sampling).
 * ``real``    — test loss at ε ∈ {0.5, 1, 4} on the real data sets, cvxdp with
@@ -33,8 +42,8 @@ Population risks are exact (quadrature; :meth:`cvxdp.datasets.Task.excess_risk`)
 The noise is seeded so the figures reproduce — seeded noise is NOT private, which
 is fine for a benchmark and never for a release.
 
-``python benchmarks/bench_utility.py`` runs everything (about 80 minutes on two
-cores) and writes ``benchmarks/results/utility.{json,csv}``, the figures
+``python benchmarks/bench_utility.py`` runs everything (about 90 minutes on two
+cores; ``--studies lower-bound`` alone about 7) and writes ``benchmarks/results/utility.{json,csv}``, the figures
 ``benchmarks/results/*.png`` and the results section of ``README.md``.
 ``--quick`` checks only the headline ordering at n = 10^5 (cvxdp < clipped output
 perturbation by its public rule on the high-leverage instance, every seed).
@@ -76,7 +85,10 @@ ALL_METHODS = (CVXDP, CVXDP_CEILING, CVXDP_PAPER, CVXDP_ABLATION, OP_RULE, OP_HI
                GD_HINDSIGHT, OBJ_PERT, NONPRIVATE)
 HUBER_M = 1.0
 MC_SAMPLES = 2_000_000
-STUDIES = ("n", "ceiling", "epsilon", "k", "smooth", "real")
+STUDIES = ("n", "ceiling", "epsilon", "k", "smooth", "real", "lower-bound")
+#: The lower-bound family's ``c`` in ``p = c d/(nε)``: the expected number of rare examples over ``d/ε``.
+LOWER_BOUND_C = 16.0
+TRIVIAL = "w = 0 (no fit)"
 GD_C_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
 GD_STEP_FACTORS = (0.25, 1.0)
 CEILING_C_FACTORS = (0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0)  # C = factor · G₂
@@ -90,6 +102,12 @@ def make_task(kind: str, n: int, seed: int, k: float = K, n_test: int = 10):
         return high_leverage_tail(n=n, d=D_FEATURES, n_test=n_test, seed=seed)
     if kind == "student-t":
         return student_t_lad(n=n, d=D_FEATURES, nu=k + 1.0, n_test=10, seed=seed)
+    if kind == "lower-bound":  # ε = 1: p = c d/n, a = p^{-1/k} (G_k = 1)
+        from cvxdp.datasets import linear_lower_bound
+
+        p = min(0.5, LOWER_BOUND_C * D_FEATURES / n)
+        return linear_lower_bound(n=n, d=D_FEATURES, p=p, magnitude=p ** (-1.0 / k), n_test=n_test,
+                                  seed=seed)
     raise ValueError(kind)
 
 
@@ -100,6 +118,8 @@ def make_model(instance: str, task):
     import cvxdp
 
     w = cp.Variable(task.d)
+    if instance == "lower-bound":
+        return cvxdp.Model(cvxdp.losses.affine(w), [cp.norm(w, 2) <= task.radius]), 1.0
     if instance.endswith("-huber"):
         # CVXPY's huber(r, M) has slope 2M outside [−M, M]: A(z) = 2M ||x||
         return cvxdp.Model(cvxdp.losses.huber(w, HUBER_M), [cp.norm(w, 2) <= task.radius]), 2.0 * HUBER_M
@@ -193,6 +213,10 @@ def run_cell(spec: dict) -> dict:
     methods = spec["methods"]
     if CVXDP in methods:
         record(CVXDP, private())
+    if TRIVIAL in methods:
+        record(TRIVIAL, lambda: (np.zeros(d), {}))
+    if spec["study"] == "lower-bound":
+        out["bound"] = tight_bound(model, n, eps, k, G_k)
     if CVXDP_PAPER in methods:
         record(CVXDP_PAPER, private(profile="paper"))
     if CVXDP_ABLATION in methods:
@@ -236,6 +260,20 @@ def run_cell(spec: dict) -> dict:
         record(NONPRIVATE, lambda: (nonprivate_erm(model, model.bind(data)), {}))
     return {**{key: spec[key] for key in ("study", "instance", "n", "epsilon", "seed")}, "k": k,
             "part": spec.get("part", spec["study"]), **out}
+
+
+def tight_bound(model, n: int, eps: float, k: float, G_k: float) -> float:
+    """The tight profile's public excess-risk bound for the plan of cvxdp's default fit (before its tail
+    release: the public worst case), at the final phase: :func:`~cvxdp.plan.schedule.schedule_proxy`
+    with the schedule, ``ε_fit``, ``G₂`` and ``β`` the planner used."""
+    import cvxdp
+    from cvxdp.plan.schedule import schedule_proxy
+
+    plan = cvxdp.PrivateProblem(model).plan(n=n, epsilon=eps, moment_k=k, G_k=G_k)
+    inp = plan.inputs
+    beta = inp.delta / (4.0 * plan.schedule.groups * 10.0)  # the planner's choose_schedule β
+    return float(schedule_proxy(plan.schedule, inp.profile, d=inp.d, epsilon=plan.epsilon_fit, k=k,
+                                G_k=plan.G_k, G_2=plan.G_2, D=inp.D, beta=beta)[-1])
 
 
 def run_real(spec: dict) -> dict:
@@ -290,7 +328,8 @@ def run_real(spec: dict) -> dict:
 
 def rate_terms(instance: str, n: float, eps: float, k: float = K) -> tuple[float, float]:
     """The optimal rate's two terms ``G_k D (d/(nε))^{1−1/k}`` and ``G₂ D/√n`` for an instance."""
-    task = make_task(instance, 100, 0, k)
+    # the lower-bound family's law depends on n (its G₂ does); the others' do not
+    task = make_task(instance, int(n) if instance == "lower-bound" else 100, 0, k)
     D = 2.0 * task.radius
     return (task.G(k) * D * (D_FEATURES / (n * eps)) ** (1.0 - 1.0 / k), task.G(2.0) * D / math.sqrt(n))
 
@@ -315,7 +354,8 @@ def summarize(cells: list[dict]) -> dict:
         rows.append({"study": study, "instance": inst, "k": k, "n": n, "epsilon": eps, "method": m,
                      "median": float(q[1]), "q25": float(q[0]), "q75": float(q[2]), "seeds": len(vals)})
     slopes = []
-    studies = sorted({(r["study"], r["instance"], r["k"]) for r in rows if r["study"] in ("n", "k")})
+    studies = sorted({(r["study"], r["instance"], r["k"]) for r in rows
+                      if r["study"] in ("n", "k", "lower-bound")})
     for study, inst, k in studies:
         for m in (CVXDP, CVXDP_CEILING, OP_RULE):
             pts = sorted((r["n"], r["median"]) for r in rows
@@ -331,7 +371,30 @@ def summarize(cells: list[dict]) -> dict:
                            if len(private) >= 2 else float("nan"),
                            "private_regime_sizes": [n for n, _ in private],
                            "theory": -(1.0 - 1.0 / k)})
-    return {"rows": rows, "slopes": slopes}
+    bounds: dict = defaultdict(list)
+    for c in cells:
+        if "bound" in c:
+            bounds[(c["k"], c["n"])].append(c["bound"])
+    lower = [{"k": k, "n": n, "bound": float(np.median(v))} for (k, n), v in sorted(bounds.items())]
+    return {"rows": rows, "slopes": slopes, "lower_bound": lower}
+
+
+def lower_bound_targets(summary: dict) -> list[dict]:
+    """Per k on the lower-bound family: cvxdp's fitted slope in n against −(1 − 1/k) (within 0.15), and
+    its median excess risk against the tight profile's bound at every n."""
+    out = []
+    ks = sorted({b["k"] for b in summary.get("lower_bound", [])})
+    for k in ks:
+        slope = next((s for s in summary["slopes"] if (s["study"], s["method"], s["k"]) ==
+                      ("lower-bound", CVXDP, k)), None)
+        med = {r["n"]: r["median"] for r in summary["rows"]
+               if (r["study"], r["method"], r["k"]) == ("lower-bound", CVXDP, k)}
+        below = [med[b["n"]] <= b["bound"] for b in summary["lower_bound"] if b["k"] == k and b["n"] in med]
+        value = None if slope is None else slope["slope_private_regime"]
+        out.append({"k": k, "slope_private_regime": value, "theory": -(1.0 - 1.0 / k),
+                    "slope_within_0.15": value is not None and abs(value + 1.0 - 1.0 / k) <= 0.15,
+                    "below_bound_every_n": bool(below) and all(below)})
+    return out
 
 
 def targets(summary: dict) -> dict:
@@ -481,7 +544,8 @@ def _table(rows: list[dict], key: str) -> list[str]:
     return out
 
 
-def markdown(summary: dict, real: list[dict], tgt: dict, files: list[str], meta: dict) -> str:
+def markdown(summary: dict, real: list[dict], tgt: dict, files: list[str], meta: dict,
+             lower_tgt: list[dict] | None = None) -> str:
     lines = [f"Measured by `python benchmarks/bench_utility.py` on {meta['machine']} "
              f"({meta['seeds']} seeds per cell, {meta['minutes']:.0f} min). Excess population risk, "
              "median [25%, 75%]; *hindsight* rows pick the best of a grid by the population risk "
@@ -524,6 +588,32 @@ def markdown(summary: dict, real: list[dict], tgt: dict, files: list[str], meta:
             "slope in the "
             f"privacy-dominated regime {tgt.get('slope_private_regime', float('nan')):.2f} vs "
             f"{tgt.get('slope_theory', float('nan')):.2f} (within 0.15: {tgt.get('slope_within_0.15')}).")
+        lines.append("")
+    if summary.get("lower_bound"):
+        lines.append("**The paper's lower-bound instance** (`f(w, z) = −<w, z>` on the unit ball, "
+                     f"d = 10, ε = 1; z = a v with probability p = {LOWER_BOUND_C:g} d/(nε), a = p^(−1/k), "
+                     "so G_k = 1; the centre's excess p a is the rate's private term) — excess population "
+                     "risk, and the tight profile's public bound for cvxdp's plan")
+        lines.append("")
+        for k in sorted({b["k"] for b in summary["lower_bound"]}):
+            rows = [r for r in summary["rows"] if r["study"] == "lower-bound" and r["k"] == k]
+            ns = sorted({r["n"] for r in rows})
+            lines.append(f"| k = {k:g} | " + " | ".join(f"n = {n:,}" for n in ns) + " |")
+            lines.append("|---|" + "---|" * len(ns))
+            for m in (CVXDP, OP_RULE, TRIVIAL):
+                cells_m = {r["n"]: r for r in rows if r["method"] == m}
+                if cells_m:
+                    lines.append(f"| {m} | " + " | ".join(_cell(cells_m[n]) if n in cells_m else "–"
+                                                          for n in ns) + " |")
+            bound = {b["n"]: b["bound"] for b in summary["lower_bound"] if b["k"] == k}
+            lines.append("| tight-profile bound | " + " | ".join(f"{bound[n]:.2g}" if n in bound else "–"
+                                                                 for n in ns) + " |")
+            lines.append("")
+        for t in lower_tgt or []:
+            slope = "–" if t["slope_private_regime"] is None else f"{t['slope_private_regime']:.2f}"
+            lines.append(f"- k = {t['k']:g}: cvxdp's slope {slope} vs {t['theory']:.2f} (within 0.15: "
+                         f"{t['slope_within_0.15']}); at or below the bound at every n: "
+                         f"{t['below_bound_every_n']}")
         lines.append("")
     if real:
         by: dict = defaultdict(list)
@@ -581,6 +671,12 @@ def specs_full(seeds: int, studies: tuple[str, ...] = STUDIES) -> list[dict]:
                 for s in range(seeds):
                     specs.append({"study": "k", "instance": "student-t", "n": n, "epsilon": 1.0, "seed": s,
                                   "k": k, "methods": (CVXDP, OP_RULE)})
+    if "lower-bound" in studies:
+        for k in (2.5, 4.0, 8.0):
+            for n in (1_000, 3_000, 10_000, 30_000, 100_000):
+                for s in range(seeds):
+                    specs.append({"study": "lower-bound", "instance": "lower-bound", "n": n, "epsilon": 1.0,
+                                  "seed": s, "k": k, "methods": (CVXDP, OP_RULE, TRIVIAL)})
     if "smooth" in studies:
         for n in (10_000, 100_000):
             for s in range(seeds):
@@ -659,10 +755,11 @@ def main(argv: list[str] | None = None) -> dict:
     summary = summarize(cells)
     bias = clipping_bias_curve()
     tgt = targets(summary)
+    lower_tgt = lower_bound_targets(summary)
     RESULTS.mkdir(parents=True, exist_ok=True)
     files = plot(summary, bias, RESULTS)
-    result = {"benchmark": "utility", "meta": meta, "summary": summary, "targets": tgt, "clipping_bias": bias,
-              "cells": cells, "real": real}
+    result = {"benchmark": "utility", "meta": meta, "summary": summary, "targets": tgt,
+              "targets_lower_bound": lower_tgt, "clipping_bias": bias, "cells": cells, "real": real}
     (RESULTS / "utility.json").write_text(json.dumps(result, indent=1, default=float))
     with open(RESULTS / "utility.csv", "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(summary["rows"][0]))
@@ -670,7 +767,7 @@ def main(argv: list[str] | None = None) -> dict:
         writer.writerows(summary["rows"])
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1, default=float))
-    text = markdown(summary, real, tgt, files, meta)
+    text = markdown(summary, real, tgt, files, meta, lower_tgt)
     (RESULTS / "utility.md").write_text(text + "\n")
     if not args.no_readme:
         update_readme(text)

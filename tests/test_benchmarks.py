@@ -60,6 +60,24 @@ def test_utility_benchmark_quick_orders_cvxdp_below_clipped_output_perturbation(
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith("op/cvxdp")
 
 
+def test_the_lower_bound_family_keeps_G_k_at_one_and_the_centre_at_the_rate():
+    """``p = c d/(nε)``, ``a = p^(−1/k)``: ``G_k = a p^(1/k) = 1`` at every n and the centre's excess
+    ``p a = (c d/n)^(1−1/k)`` — the rate's private term, exactly; a cell of the study reports the
+    three methods and the tight profile's bound, which bounds cvxdp's excess there."""
+    bench = _load("bench_utility")
+    for k in (2.5, 4.0, 8.0):
+        for n in (1_000, 100_000):
+            task = bench.make_task("lower-bound", n, 0, k)
+            assert abs(task.G(k) - 1.0) < 1e-12
+            p = bench.LOWER_BOUND_C * bench.D_FEATURES / n
+            assert np.isclose(task.excess_risk(np.zeros(task.d)), p ** (1.0 - 1.0 / k), rtol=1e-12)
+    cell = bench.run_cell({"study": "lower-bound", "instance": "lower-bound", "n": 1000, "epsilon": 1.0,
+                           "seed": 0, "k": 4.0, "methods": (bench.CVXDP, bench.OP_RULE, bench.TRIVIAL)})
+    assert set(cell["excess"]) == {bench.CVXDP, bench.OP_RULE, bench.TRIVIAL}
+    assert all(v >= -1e-12 for v in cell["excess"].values())
+    assert cell["excess"][bench.CVXDP] <= cell["bound"]
+
+
 def test_erm_solver_benchmark_quick(tmp_path, capsys):
     out = tmp_path / "erm.json"
     result = _load("bench_erm_solvers").main(["--quick", "--json", str(out)])

@@ -11,7 +11,8 @@ ratio of cvxdp's to the best baseline's (target ≤ 0.5 at full size, ε = 1).
 
 ``python benchmarks/bench_large_real.py`` runs n ∈ {10³, 10⁴, full} × ε ∈ {0.3, 1, 4} × 5 seeds (hours
 on two cores); ``--sizes full --epsilons 1`` the headline; results in
-``benchmarks/results/large_real.json``.  ``--quick``: one task at n = 1000, one seed.
+``benchmarks/results/large_real.json`` (a run replaces its own (task, size, ε) cells there and keeps the
+others).  ``--quick``: one task at n = 1000, one seed.
 """
 
 from __future__ import annotations
@@ -89,8 +90,13 @@ def main(argv: list[str] | None = None) -> list[dict]:
               + ", ".join(f"{m} {v:.3g}" for m, v in r["excess"].items()) + tail)
     if not args.quick:
         RESULTS.mkdir(parents=True, exist_ok=True)
-        (RESULTS / "large_real.json").write_text(json.dumps({"rows": rows, "cells": cells}, indent=1,
-                                                            default=float))
+        path = RESULTS / "large_real.json"
+        if path.exists():  # keep the earlier runs' cells of other (task, size, ε); this run replaces its own
+            ran = {(s["task"], str(s["n"]), float(s["epsilon"])) for s in specs}
+            kept = [c for c in json.loads(path.read_text())["cells"]
+                    if (c["task"], str(c["size"]), float(c["epsilon"])) not in ran]
+            cells = kept + cells
+        path.write_text(json.dumps({"rows": summarize(cells), "cells": cells}, indent=1, default=float))
     return rows
 
 

@@ -43,8 +43,9 @@ The noise is seeded so the figures reproduce — seeded noise is NOT private, wh
 is fine for a benchmark and never for a release.
 
 ``python benchmarks/bench_utility.py`` runs everything (about 90 minutes on two
-cores; ``--studies lower-bound`` alone about 7) and writes ``benchmarks/results/utility.{json,csv}``, the figures
-``benchmarks/results/*.png`` and the results section of ``README.md``.
+cores; ``--studies lower-bound`` alone about 7) and writes
+``benchmarks/results/utility.{json,csv}``, the figures ``benchmarks/results/*.png`` and the results
+section of ``README.md``.
 ``--quick`` checks only the headline ordering at n = 10^5 (cvxdp < clipped output
 perturbation by its public rule on the high-leverage instance, every seed).
 """

@@ -74,6 +74,10 @@ def test_dry_run_with_the_tail_histogram_is_provisional_and_says_so():
     assert "PROVISIONAL" in plan.describe()
     auto = problem.plan(n=3000, epsilon=1.0, moment_k=4.0, G_k="auto")
     assert auto.provisional and auto.batches == () and "G_k from the tail release" in auto.describe()
+    # the dry run says, before any data, what a histogram that sees nothing leads to
+    assert "releases the domain's centre" in auto.describe() and auto.fallback is None
+    declared = problem.plan(n=3000, epsilon=1.0, moment_k=4.0, G_k="auto", tail_range=(0.1, 10.0))
+    assert "plans for the declared tail_range's top" in declared.describe()
 
 
 def test_describe_lists_every_release_with_its_public_constants():

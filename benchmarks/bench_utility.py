@@ -268,13 +268,14 @@ def tight_bound(model, n: int, eps: float, k: float, G_k: float) -> float:
     release: the public worst case), at the final phase: :func:`~cvxdp.plan.schedule.schedule_proxy`
     with the schedule, ``ε_fit``, ``G₂`` and ``β`` the planner used."""
     import cvxdp
+    from cvxdp.plan.planner import schedule_beta
     from cvxdp.plan.schedule import schedule_proxy
 
     plan = cvxdp.PrivateProblem(model).plan(n=n, epsilon=eps, moment_k=k, G_k=G_k)
     inp = plan.inputs
-    beta = inp.delta / (4.0 * plan.schedule.groups * 10.0)  # the planner's choose_schedule β
     return float(schedule_proxy(plan.schedule, inp.profile, d=inp.d, epsilon=plan.epsilon_fit, k=k,
-                                G_k=plan.G_k, G_2=plan.G_2, D=inp.D, beta=beta)[-1])
+                                G_k=plan.G_k, G_2=plan.G_2, D=inp.D,
+                                beta=schedule_beta(inp.delta, plan.schedule.groups))[-1])
 
 
 def run_real(spec: dict) -> dict:

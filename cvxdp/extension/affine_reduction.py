@@ -232,7 +232,6 @@ def _piecewise_on_balls(examples: Examples, region: Domain, C: float) -> AffineR
     glm = examples.glm()
     m = examples.m
     is_glm = np.asarray(glm.is_glm, dtype=bool)
-    mask = np.zeros(m, dtype=bool)
     offsets = np.zeros(m, dtype=object)
     a, b, link = glm.a, glm.b, glm.link
     kappa = np.broadcast_to(link.slopes, (m, link.slopes.shape[-1]))

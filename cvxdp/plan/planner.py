@@ -284,7 +284,7 @@ class Planner:
             groups = profile.boosting_groups(provisional.phases, inp.delta)
         if isinstance(profile, TightProfile) and inp.lambda_scale is None and inp.lambda_growth is None:
             schedule = choose_schedule(n, d, eps, k, G_k, G_2, D, profile, groups=groups,
-                                       beta=inp.delta / (4.0 * groups * 10.0))
+                                       beta=schedule_beta(inp.delta, groups))
             if inp.max_phases is not None and schedule.phases > inp.max_phases:
                 cut = inp.max_phases
                 schedule = spread_over_phases(replace(schedule, sizes=schedule.sizes[:cut],
@@ -324,6 +324,13 @@ class Planner:
                          rounds=rounds)
 
 
+def schedule_beta(delta: float, groups: int) -> float:
+    """The failure probability the tight profile's schedule search gives each phase's radius bound:
+    ``δ/(40 J)`` for ``J`` groups (the public excess-risk proxy of
+    :func:`~cvxdp.plan.schedule.schedule_proxy` is evaluated at it)."""
+    return delta / (4.0 * groups * 10.0)
+
+
 def _require_finite(batches: tuple[BatchPlan, ...]) -> None:
     """Fail closed before any charge of the fit: every constant of every round finite and positive.
 
@@ -345,4 +352,4 @@ def _split_sizes(total: int, parts: int) -> list[int]:
     return [q + 1] * r + [q] * (parts - r)
 
 
-__all__ = ["BatchPlan", "Planner", "ReleasePlan", "TailReleasePlan"]
+__all__ = ["BatchPlan", "Planner", "ReleasePlan", "TailReleasePlan", "schedule_beta"]

@@ -209,3 +209,48 @@ def test_a_far_ball_translates_a_piecewise_linear_row_with_exact_pieces():
         lower = sum(Fraction(float(cut.g[t])) * Fraction(float(v[t])) for t in range(2))
         assert lower + Fraction(float(cut.beta)) <= fv  # C = 3 exceeds every row's slope: f_{C,U} = f on U
     assert np.linalg.norm(w_c - centre) <= 1.0 + 1e-9
+
+
+@pytest.mark.parametrize("count", [1, 3])
+def test_a_partitioned_fit_from_subsample_starts_equals_the_serial_fit(monkeypatch, count):
+    """With the subsample start on (its threshold lowered to these rows), the partitioned problem's
+    subsample is every 8th row of each partition: another route, and still the serial fit's plan and
+    ledger, with the released point within the certified accuracy."""
+    import cvxdp.erm.bundle as bundle_module
+
+    monkeypatch.setattr(bundle_module, "WARM_ROWS", 400)
+    model, data = _lad(1500, seed=4)
+    kw = dict(epsilon=1.0, moment_k=4.0, G_k=3.0, random_state=0, diagnostics=True, algorithm="population")
+    serial = cvxdp.PrivateProblem(model).solve(data, **kw)
+    parted = cvxdp.PrivateProblem(model).solve(data, executor=PartitionedExecutor(count), **kw)
+    assert any("subsample" in s.certificate.method for s in parted.steps)
+    assert any("subsample" in s.certificate.method for s in serial.steps)
+    assert [s.plan for s in parted.steps] == [s.plan for s in serial.steps]
+    assert all(s.certificate.gap <= s.plan.alpha for s in parted.steps)
+    assert parted.ledger.spent == serial.ledger.spent <= 1.0
+    last = parted.steps[-1], serial.steps[-1]
+    reach = (sum(math.sqrt(2 * s.certificate.gap / s.lam) for s in last)
+             + 2 * last[0].plan.mechanism().snap_radius)
+    assert float(np.linalg.norm(parted.w - serial.w)) <= reach + 1e-12
+
+
+@pytest.mark.parametrize("count", [1, 3])
+def test_a_partitioned_subsample_is_every_eighth_row_of_each_partition(count):
+    """``PartitionedERM.subsample`` keeps rows 0, 8, 16, … of each partition where it lives: its passes
+    equal a serial problem's on exactly those rows (to the sums' rounding), at several points."""
+    from cvxdp.erm.partitioned import PartitionedERM
+    from cvxdp.erm.problem import RegularizedERM
+
+    model, data = _lad(1000, seed=2)
+    examples = model.bind(data)
+    parts = Partitions.from_examples(model, examples, PartitionedExecutor(count), count)
+    U, w0 = model.domain, np.zeros(3)
+    sub = PartitionedERM(model, parts, U, 1.5, 0.1, w0).subsample(8)
+    rows = np.concatenate([block[::8] for block in np.array_split(np.arange(1000), count)])
+    serial = RegularizedERM(model, examples.subset(rows), U, 1.5, 0.1, w0)
+    assert sub.m == serial.m == rows.size
+    rng = np.random.default_rng(3)
+    for point in U.make_feasible(rng.normal(size=(4, 3))):
+        (up_p, cut_p), (up_s, cut_s) = sub.upper_and_cut(point, 1e-10), serial.upper_and_cut(point, 1e-10)
+        assert abs(up_p - up_s) <= 1e-9 * (1.0 + abs(up_s))
+        np.testing.assert_allclose(cut_p.g, cut_s.g, rtol=1e-9, atol=1e-12)

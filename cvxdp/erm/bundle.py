@@ -17,6 +17,19 @@ rows; once the ball ``B(w_best, sqrt(2·gap/λ))`` that holds the minimizer meet
 rows enter the master program exactly (:mod:`cvxdp.erm.kinks`) and the next pass or two close the
 gap (measured in ``benchmarks/bench_erm_solvers.py``).
 
+**A subsample's point as the start.**  From the regularizer's centre ``w₀`` — the domain's centre in
+the first phase of a fit — the model needs many passes before the ball of the certified gap meets few
+enough kinks (129 passes at ``m = 5·10⁶`` against 53 at ``5·10⁵``: ``benchmarks/bench_scale.py``).  A
+problem of at least ``WARM_ROWS`` rows therefore first runs the method on every ``WARM_STRIDE``-th of
+its rows (in each partition: :meth:`RegularizedERM.subsample
+<cvxdp.erm.problem.RegularizedERM.subsample>`) to ``WARM_SLACK·α``, at most ``WARM_PASSES`` of its
+cheaper passes, and starts from the best point found (a subsample that large may start from its own
+subsample).  The subsample is a function of the rows' positions, ``m`` and the partitions' sizes
+(all public); a failure of its run leaves the start where it was.  What it
+changes is the route — the cuts of the full run are its own, and the point released is certified
+for all ``m`` examples as always, so the sensitivity, which holds for every ``α``-minimizer, does not
+see the start.
+
 Only sums over examples reach the method — the cut ``(ḡ_t, β̄_t)`` and the value — plus the pieces of
 the few kink rows, so the passes can run where the data are (partitions on workers) and be reduced
 at the driver.
@@ -32,6 +45,7 @@ Memory is bounded by keeping the cuts with positive weight, the newest ones and 
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from dataclasses import dataclass
@@ -41,6 +55,8 @@ import numpy as np
 from cvxdp.erm.kinks import KinkRows
 from cvxdp.erm.problem import Cut, RegularizedERM, bundle_master, evaluate_upper
 from cvxdp.extension.certificates import certified_inner_points
+
+logger = logging.getLogger(__name__)
 
 #: Most kink rows the master program takes exactly (its size grows with them) ...
 KINK_CAP = 10_000
@@ -53,6 +69,15 @@ KINK_MEMORY = 8
 PROX = 1.0
 #: The proximal weight's cap, in units of λ (a larger one stalled where every kink meets at the minimizer).
 MU_MAX = 10.0
+#: Problems with at least this many rows start from a subsample's point (where a pass over the rows
+#: costs several master programs; below it the subsample's passes cost more than they save) ...
+WARM_ROWS = 2**20
+#: ... of every this-many-th row (per partition) ...
+WARM_STRIDE = 8
+#: ... solved to this multiple of the caller's α ...
+WARM_SLACK = 100.0
+#: ... within this many passes over the subsample.
+WARM_PASSES = 40
 
 
 @dataclass
@@ -64,11 +89,14 @@ class BundleResult:
     lower: float
     iterations: int
     seconds: float
+    #: Passes over a subsample (and its own subsamples) that found the starting point.
+    warm_passes: int = 0
 
 
 def bundle_method(problem: RegularizedERM, alpha: float, start: np.ndarray, *, max_iterations: int = 500,
                   oracle_tolerance: float | None = None, memory: int = 40,
-                  kink_cap: int | None = KINK_CAP, prox: float | None = PROX) -> BundleResult:
+                  kink_cap: int | None = KINK_CAP, prox: float | None = PROX,
+                  warm_start: bool = True) -> BundleResult:
     """Minimize ``F`` over ``U`` from ``start`` until the certified gap is ``≤ α`` (or the cap).
 
     Each iteration is one aggregated oracle pass and one master program with at most ``memory``
@@ -77,14 +105,29 @@ def bundle_method(problem: RegularizedERM, alpha: float, start: np.ndarray, *, m
     ``B(w_best, sqrt(2·gap/λ))``, which holds the minimizer, meets the kinks of at most
     ``min(kink_cap, m/50)`` rows (two-piece losses in closed form), those rows enter the master
     program exactly and the cuts leave them out (:mod:`cvxdp.erm.kinks`; the cuts start afresh);
-    ``kink_cap=None`` keeps plain cuts.  Fails closed: a NaN upper bound is never the best; a master
+    ``kink_cap=None`` keeps plain cuts.  With ``warm_start``, a problem of at least ``WARM_ROWS`` rows
+    that can be subsampled starts from a subsample's point instead of ``start`` (module docstring).
+    Fails closed: a NaN upper bound is never the best; a master
     program that gives no point, or a point we cannot make feasible, stops the run with what is
     certified; the running lower bound is the largest valid one (``−∞`` if none).
     """
     t0 = time.perf_counter()
     region = problem.feasible_set
     tol = oracle_tolerance if oracle_tolerance is not None else alpha / 20.0
-    x = _query_point(region, np.asarray(start, float))
+    start, warm_passes = np.asarray(start, float), 0
+    subsample = getattr(problem, "subsample", None)
+    if warm_start and subsample is not None and problem.m >= WARM_ROWS:
+        try:
+            warm = bundle_method(subsample(WARM_STRIDE), WARM_SLACK * alpha, start,
+                                 max_iterations=WARM_PASSES, oracle_tolerance=tol, memory=memory,
+                                 kink_cap=kink_cap, prox=prox)
+        except Exception as exc:  # only a start: on any failure the full run starts as it would have
+            logger.debug("the subsample's run failed (%s); starting from the given point", type(exc).__name__)
+        else:
+            warm_passes = warm.iterations + warm.warm_passes
+            if np.all(np.isfinite(warm.w)):
+                start = warm.w
+    x = _query_point(region, start)
     best_w, best_upper, lower = x.copy(), math.inf, -math.inf
     cuts: list[Cut] = []
     kinks: KinkRows | None = None
@@ -125,7 +168,7 @@ def bundle_method(problem: RegularizedERM, alpha: float, start: np.ndarray, *, m
         if not (np.all(np.isfinite(x)) and bool(region.contains(x[None, :])[0])):
             break
     return BundleResult(w=best_w, upper=best_upper, lower=lower, iterations=passes,
-                        seconds=time.perf_counter() - t0)
+                        seconds=time.perf_counter() - t0, warm_passes=warm_passes)
 
 
 def _grown(kinks: KinkRows, g: np.ndarray, beta: np.ndarray) -> KinkRows:
@@ -158,4 +201,4 @@ def _kept(cuts: list[Cut], theta: np.ndarray, aggregate: Cut | None, memory: int
     return ([aggregate] if aggregate is not None else []) + [cuts[j] for j in keep]
 
 
-__all__ = ["BundleResult", "bundle_method"]
+__all__ = ["WARM_ROWS", "WARM_STRIDE", "BundleResult", "bundle_method"]

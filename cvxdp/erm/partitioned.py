@@ -64,6 +64,10 @@ def _pass(part: RegularizedERM, w: np.ndarray, tolerance: float, exclude: np.nda
     return part.pass_sums(w, tolerance, exclude)
 
 
+def _subsample(part: RegularizedERM, stride: int) -> RegularizedERM:
+    return part.subsample(stride)
+
+
 def _kinks(part: RegularizedERM, w: np.ndarray, radius: float, cap: int) -> KinkRows | None:
     return part.kink_rows(w, radius, cap)
 
@@ -123,6 +127,19 @@ class PartitionedERM:
         g = np.concatenate([s.rows_g if s.rows_g is not None else np.zeros((0, d)) for s in sums])
         beta = np.concatenate([s.rows_beta if s.rows_beta is not None else np.zeros(0) for s in sums])
         return upper, cut, g, beta
+
+    def subsample(self, stride: int) -> PartitionedERM:
+        """The same problem on every ``stride``-th row of each partition, made where the rows are (the
+        bundle method's starting point only: :meth:`RegularizedERM.subsample
+        <cvxdp.erm.problem.RegularizedERM.subsample>`)."""
+        sizes = [len(range(0, size, int(stride))) for size in self.parts.sizes]
+        sub = object.__new__(PartitionedERM)
+        sub.model, sub.region, sub.w_domain, sub.C, sub.lam, sub.w0 = (
+            self.model, self.region, self.w_domain, self.C, self.lam, self.w0)
+        sub.parts = self.parts.place(_subsample, int(stride), sizes=sizes)
+        sub._m = sum(sizes)
+        sub._starts = np.array(sub.parts.starts, dtype=np.int64)
+        return sub
 
     def kink_rows(self, w: np.ndarray, radius: float, cap: int) -> KinkRows | None:
         """The kink rows of every partition (:meth:`RegularizedERM.kink_rows

@@ -21,6 +21,7 @@ bound, evaluated by the same closed form.
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -117,6 +118,21 @@ class RegularizedERM:
         if self._offsets is None:
             self._offsets = self.extension.level_offsets(self.examples)
         return self._offsets
+
+    def subsample(self, stride: int) -> RegularizedERM:
+        """The same problem (``C``, ``λ``, ``w₀``, ``U``, ``W``) on every ``stride``-th of its rows, from the
+        first: a choice by position, for the bundle method's starting point only
+        (:mod:`cvxdp.erm.bundle`).
+
+        Its rows are this problem's as stored — already reduced and scaled, each row the same function
+        and the same offset ``κ_i`` — taken without running the reduction again (which is not idempotent
+        for every link: a squared row's level shift would be recomputed from its shifted label)."""
+        rows = slice(0, None, int(stride))
+        sub = copy.copy(self)
+        sub.examples = self.examples.subset(rows)
+        sub._offsets = None if self._offsets is None else self._offsets[rows]
+        sub._tight_data = None
+        return sub
 
     def kink_rows(self, w: np.ndarray, radius: float, cap: int) -> KinkRows | None:
         """The rows whose kink meets ``B(w, radius)`` with their exact pieces (:mod:`cvxdp.erm.kinks`; the

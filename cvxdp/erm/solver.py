@@ -280,7 +280,8 @@ def solve_certified(problem: RegularizedERM, alpha: float, settings: ERMSettings
             notes.append(f"bundle method failed: {exc}")
         else:
             iterations += res.iterations
-            record(res.w, res.upper, res.lower, f"bundle ({res.iterations} passes)")
+            warm = f" from a subsample's point ({res.warm_passes} passes over it)" if res.warm_passes else ""
+            record(res.w, res.upper, res.lower, f"bundle ({res.iterations} passes{warm})")
         missed = best is None or not (best[0] <= alpha)
         if settings.refine and missed and isinstance(problem, RegularizedERM):
             # every example is in this process: the joint program, as the "conic" ladder's first rung

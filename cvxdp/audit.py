@@ -975,6 +975,26 @@ def _oblique_steep_pair() -> tuple[dict, dict]:
     return {"x": X0, "y": y0}, {"x": X, "y": y}
 
 
+def subsampled_label_pair(n: int = 40) -> tuple[dict, dict]:
+    """:func:`label_pair` with the label-10¹⁰ record moved to row 0, the first row of the bundle method's
+    subsample (every 8th row, :mod:`cvxdp.erm.bundle`): on one side the record drives the subsample's
+    run and the start of the full one, on the other an ordinary row does."""
+    d0, d1 = label_pair(n)
+    for data in (d0, d1):
+        data["x"][[0, -1]] = data["x"][[-1, 0]]
+        data["y"][[0, -1]] = data["y"][[-1, 0]]
+    return d0, d1
+
+
+def _subsampled_oblique_pair() -> tuple[dict, dict]:
+    """:func:`_oblique_steep_pair` with its ``10⁶⁰`` record moved to row 0 (in the subsample)."""
+    d0, d1 = _oblique_steep_pair()
+    for data in (d0, d1):
+        data["x"][[0, -1]] = data["x"][[-1, 0]]
+        data["y"][[0, -1]] = data["y"][[-1, 0]]
+    return d0, d1
+
+
 def _tangent_kink_pair() -> tuple[dict, dict]:
     """As :func:`_oblique_steep_pair`, the last example ``x = 2¹⁰⁰·(3, 4)``, ``y = 10·2¹⁰⁰ = 2||x||``:
     the kink plane of ``|<x, w> − y|`` touches the radius-2 ball, and the optimum sits on the rim of
@@ -1225,6 +1245,22 @@ def _register() -> dict[str, Scenario]:
         "LAD on a ball, n=60, one row x=(1e60, 3e59), y=-1e90 in one of 4 partitions vs an ordinary one",
         _oblique_steep_pair, solve_fit(_lad_ball2_model, algorithm="output-perturbation",
                                        executor=PartitionedExecutor(4), epsilon=1.0, moment_k=4.0, G_k=3.0),
+        full_runs=100, coupled_runs=1, same_tail=False))
+    # the bundle method's start from a subsample (at 2^20 rows by default; here from 16), the extreme
+    # record in the subsample: serial and in partitions
+    early = ERMSettings(subsample_rows=16)
+    out.append(Scenario(
+        "lad-label-1e10/subsample-start/output-perturbation",
+        "LAD n=40, one label 1e10 vs 1 in row 0 (the bundle method's subsample), starts from 16 rows",
+        subsampled_label_pair, solve_fit(lad1, algorithm="output-perturbation", erm=early, **defaults),
+        full_runs=2000, quick_runs=150))
+    out.append(Scenario(
+        "lad-oblique-row-1e60/subsample-start/partitioned-output-perturbation",
+        "LAD on a ball, n=60, one row x=(1e60, 3e59), y=-1e90 in row 0 of 4 partitions vs an ordinary one, "
+        "starts from 16 rows",
+        _subsampled_oblique_pair, solve_fit(_lad_ball2_model, algorithm="output-perturbation", erm=early,
+                                            executor=PartitionedExecutor(4), epsilon=1.0, moment_k=4.0,
+                                            G_k=3.0),
         full_runs=100, coupled_runs=1, same_tail=False))
     # a ball cut by two half-spaces, the optimum on the corner of the sphere and both faces
     for algorithm, full in (("output-perturbation", 100), ("population", 40)):

@@ -181,7 +181,9 @@ def test_option_catalogue(bad):
 
 
 @pytest.mark.parametrize("bad", [{"cutting_plane_iterations": -5}, {"method": "newton"},
-                                 {"oracle_tolerance": 2.0}, {"conic": "clarabel"}, {"refine": 1}], ids=repr)
+                                 {"oracle_tolerance": 2.0}, {"conic": "clarabel"}, {"refine": 1},
+                                 {"subsample_rows": 0}, {"subsample_rows": 2.5}, {"subsample_rows": "1e6"}],
+                         ids=repr)
 def test_solver_settings_catalogue(bad):
     from cvxdp.erm import ERMSettings
 

@@ -106,6 +106,35 @@ def test_the_tail_edge_pair_reaches_both_the_fit_and_the_released_centre():
         assert fallbacks == {True, False}
 
 
+@pytest.mark.parametrize("name", ["lad-label-1e10/subsample-start/output-perturbation",
+                                  "lad-oblique-row-1e60/subsample-start/partitioned-output-perturbation"])
+def test_the_subsample_scenarios_run_the_subsample_start_with_the_record_in_it(name, monkeypatch):
+    """The scenarios have power only if the bundle method starts from its subsample and the extreme
+    record is in that subsample (row 0) on one side: the scenario's own fit, with its bundle runs spied on."""
+    import cvxdp.erm.solver as solver_module
+    from cvxdp.privacy.random import SeededRandom
+
+    sc = SCENARIOS[name]
+    d0, d1 = sc.build()
+    assert not np.array_equal(d0["y"][0], d1["y"][0]) and np.array_equal(d0["y"][1:], d1["y"][1:])
+    runs = []
+    real = solver_module.bundle_method
+
+    def spy(*args, **kwargs):
+        res = real(*args, **kwargs)
+        runs.append(res.warm_passes)
+        return res
+
+    monkeypatch.setattr(solver_module, "bundle_method", spy)
+    fit = sc.make_fit()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for data in (d0, d1):
+            runs.clear()
+            fit(data, SeededRandom(0))
+            assert runs and all(passes > 0 for passes in runs)
+
+
 @pytest.mark.parametrize("name", GUARANTEED)
 def test_scenario_quick_mode(name):
     """No refusal on either side, identical public records, audited ε ≤ claim (broken: flagged)."""

@@ -96,7 +96,7 @@ class BundleResult:
 def bundle_method(problem: RegularizedERM, alpha: float, start: np.ndarray, *, max_iterations: int = 500,
                   oracle_tolerance: float | None = None, memory: int = 40,
                   kink_cap: int | None = KINK_CAP, prox: float | None = PROX,
-                  warm_start: bool = True) -> BundleResult:
+                  warm_start: bool = True, warm_rows: int | None = None) -> BundleResult:
     """Minimize ``F`` over ``U`` from ``start`` until the certified gap is ``≤ α`` (or the cap).
 
     Each iteration is one aggregated oracle pass and one master program with at most ``memory``
@@ -105,8 +105,9 @@ def bundle_method(problem: RegularizedERM, alpha: float, start: np.ndarray, *, m
     ``B(w_best, sqrt(2·gap/λ))``, which holds the minimizer, meets the kinks of at most
     ``min(kink_cap, m/50)`` rows (two-piece losses in closed form), those rows enter the master
     program exactly and the cuts leave them out (:mod:`cvxdp.erm.kinks`; the cuts start afresh);
-    ``kink_cap=None`` keeps plain cuts.  With ``warm_start``, a problem of at least ``WARM_ROWS`` rows
-    that can be subsampled starts from a subsample's point instead of ``start`` (module docstring).
+    ``kink_cap=None`` keeps plain cuts.  With ``warm_start``, a problem of at least ``warm_rows`` rows
+    (default ``WARM_ROWS``) that can be subsampled starts from a subsample's point instead of ``start``
+    (module docstring).
     Fails closed: a NaN upper bound is never the best; a master
     program that gives no point, or a point we cannot make feasible, stops the run with what is
     certified; the running lower bound is the largest valid one (``−∞`` if none).
@@ -116,11 +117,11 @@ def bundle_method(problem: RegularizedERM, alpha: float, start: np.ndarray, *, m
     tol = oracle_tolerance if oracle_tolerance is not None else alpha / 20.0
     start, warm_passes = np.asarray(start, float), 0
     subsample = getattr(problem, "subsample", None)
-    if warm_start and subsample is not None and problem.m >= WARM_ROWS:
+    if warm_start and subsample is not None and problem.m >= (WARM_ROWS if warm_rows is None else warm_rows):
         try:
             warm = bundle_method(subsample(WARM_STRIDE), WARM_SLACK * alpha, start,
                                  max_iterations=WARM_PASSES, oracle_tolerance=tol, memory=memory,
-                                 kink_cap=kink_cap, prox=prox)
+                                 kink_cap=kink_cap, prox=prox, warm_rows=warm_rows)
         except Exception as exc:  # only a start: on any failure the full run starts as it would have
             logger.debug("the subsample's run failed (%s); starting from the given point", type(exc).__name__)
         else:

@@ -94,6 +94,10 @@ class ERMSettings:
         Cap on the bundle method's oracle passes.
     oracle_tolerance:
         Bracket width asked of the extension oracle, as a fraction of ``α``.
+    subsample_rows:
+        Problems with at least this many rows start the bundle method from a subsample's point
+        (:mod:`cvxdp.erm.bundle`); ``None`` (default): the bundle method's ``WARM_ROWS`` (2²⁰).  A
+        public knob of the route only — the released point is certified either way.
     """
 
     method: str = "auto"
@@ -103,6 +107,7 @@ class ERMSettings:
     subgradient_iterations: int = 200_000
     bundle_iterations: int = 200
     oracle_tolerance: float = 0.02
+    subsample_rows: int | None = None
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -123,6 +128,9 @@ class ERMSettings:
                                                                self.bundle_iterations)),
                             ("oracle_tolerance", tol)):
             object.__setattr__(self, name, value)  # frozen: store the validated Python scalar
+        if self.subsample_rows is not None:
+            object.__setattr__(self, "subsample_rows",
+                               positive_int("ERMSettings.subsample_rows", self.subsample_rows))
 
 
 def default_method(problem: object) -> str:
@@ -275,7 +283,7 @@ def solve_certified(problem: RegularizedERM, alpha: float, settings: ERMSettings
     elif settings.method == "bundle":
         try:
             res = bundle_method(problem, alpha, problem.w0, max_iterations=settings.bundle_iterations,
-                                oracle_tolerance=tol)
+                                oracle_tolerance=tol, warm_rows=settings.subsample_rows)
         except (SolverError, CertificationError) as exc:
             notes.append(f"bundle method failed: {exc}")
         else:

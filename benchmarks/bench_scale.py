@@ -28,7 +28,8 @@ from 10⁶ to 10⁷ rows on the cluster growing no faster than ``n^1.1``; the hi
 5× diffprivlib's time (stretch 2×).
 
 ``--quick`` runs n = 2000 serially and on the cluster for both losses, without the comparison.  The
-last line prints the largest ratio to the floor.
+last line prints the largest ratio to the floor.  A full run also writes ``results/scale.json`` and
+``results/scale.md`` (the README's table, as printed, and the targets).
 """
 
 from __future__ import annotations
@@ -42,6 +43,10 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+from pathlib import Path
+
+#: Where the full run writes scale.json and scale.md (the README's table).
+RESULTS = Path(__file__).resolve().parent / "results"
 
 #: Rows per partition generated on a worker.
 PART_ROWS = 500_000
@@ -173,6 +178,33 @@ def baseline_row(n: int, d: int, env_dir: str, seed: int = 0) -> dict:
         return {"n": n, "d": d, **_run(_BASELINES, [path], _baseline_python(env_dir))}
 
 
+def _sci(x: float) -> str:
+    """``3.2·10³``-style figures for the ratio column."""
+    if not (x > 0 and math.isfinite(x)):
+        return "–"
+    e = math.floor(math.log10(x))
+    return f"{x / 10**e:.1f}·10{str(e).translate(str.maketrans('-0123456789', '⁻⁰¹²³⁴⁵⁶⁷⁸⁹'))}"
+
+
+def markdown_table(rows: list[dict]) -> str:
+    """The README's table: one line per fit measured (failed fits say so)."""
+    names = {"absolute": "LAD", "hinge": "hinge"}
+    lines = ["| loss | n | where | seconds | driver peak | worker peak | floor | ratio to floor |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        where = "serial" if r["where"] == "serial" else "2-worker LocalCluster"
+        n = f"10{str(round(math.log10(r['n']))).translate(str.maketrans('0123456789', '⁰¹²³⁴⁵⁶⁷⁸⁹'))}" \
+            if r["n"] > 0 and 10 ** round(math.log10(r["n"])) == r["n"] else f"{r['n']:,}"
+        if "error" in r:
+            lines.append(f"| {names[r['loss']]} | {n} | {where} | failed: {r['error']} | | | | |")
+            continue
+        worker = f"{r['worker_peak_mib']:.0f} MiB" if "worker_peak_mib" in r else ""
+        secs = f"{r['seconds']:.3g}" if r["seconds"] < 100 else f"{r['seconds']:.1f}"
+        lines.append(f"| {names[r['loss']]} | {n} | {where} | {secs} | {r['driver_peak_mib']:.0f} MiB | "
+                     f"{worker} | {r['floor_seconds']:.2g} s | {_sci(r.get('ratio', float('nan')))} |")
+    return "\n".join(lines)
+
+
 def targets(rows: list[dict], comparison: dict | None) -> list[dict]:
     """Each target of the scale-out issue met by the rows measured (when they were run): its ratio to the
     target (≤ 1 meets it) and a line of text."""
@@ -249,9 +281,16 @@ def main(argv: list[str] | None = None) -> dict:
     result["targets"] = targets(rows, result.get("comparison"))
     for line in result["targets"]:
         print(line["text"])
+    table = markdown_table(rows)
+    print(table)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(result, fh, indent=2)
+    if not args.quick:
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        (RESULTS / "scale.json").write_text(json.dumps(result, indent=2))
+        lines = [line["text"] for line in result["targets"]]
+        (RESULTS / "scale.md").write_text(table + "\n\n" + "\n".join(f"- {t}" for t in lines) + "\n")
     ratios = [r["ratio"] for r in rows if "ratio" in r]
     print(f"ratio {max(ratios):.0f} (private fit / numpy floor, largest)" if ratios else "ratio n/a")
     return result

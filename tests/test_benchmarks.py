@@ -98,7 +98,10 @@ def test_scale_benchmark_quick(tmp_path, capsys):
     assert all("error" not in r and r["epsilon_spent"] <= 1.0 and r["ratio"] > 1.0 for r in rows)
     assert all(r["worker_peak_mib"] > 0 for r in rows if r["where"] == "cluster")
     assert json.loads(out.read_text())["benchmark"] == "scale"
-    assert capsys.readouterr().out.strip().splitlines()[-1].startswith("ratio ")
+    printed = capsys.readouterr().out.strip().splitlines()
+    assert printed[-1].startswith("ratio ")
+    table = [line for line in printed if line.startswith("| LAD |") or line.startswith("| hinge |")]
+    assert len(table) == 4 and all("failed" not in line for line in table)  # the README's table, per fit
 
 
 def test_selection_benchmark_quick(capsys):

@@ -178,12 +178,21 @@ def baseline_row(n: int, d: int, env_dir: str, seed: int = 0) -> dict:
         return {"n": n, "d": d, **_run(_BASELINES, [path], _baseline_python(env_dir))}
 
 
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
 def _sci(x: float) -> str:
     """``3.2·10³``-style figures for the ratio column."""
     if not (x > 0 and math.isfinite(x)):
         return "–"
     e = math.floor(math.log10(x))
-    return f"{x / 10**e:.1f}·10{str(e).translate(str.maketrans('-0123456789', '⁻⁰¹²³⁴⁵⁶⁷⁸⁹'))}"
+    return f"{x / 10**e:.1f}·10{str(e).translate(_SUPERSCRIPT)}"
+
+
+def _rows_label(n: int) -> str:
+    """``10⁶`` for a power of ten, else ``1,500``."""
+    e = round(math.log10(n)) if n > 0 else 0
+    return f"10{str(e).translate(_SUPERSCRIPT)}" if 10**e == n else f"{n:,}"
 
 
 def markdown_table(rows: list[dict]) -> str:
@@ -193,8 +202,7 @@ def markdown_table(rows: list[dict]) -> str:
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         where = "serial" if r["where"] == "serial" else "2-worker LocalCluster"
-        n = f"10{str(round(math.log10(r['n']))).translate(str.maketrans('0123456789', '⁰¹²³⁴⁵⁶⁷⁸⁹'))}" \
-            if r["n"] > 0 and 10 ** round(math.log10(r["n"])) == r["n"] else f"{r['n']:,}"
+        n = _rows_label(r["n"])
         if "error" in r:
             lines.append(f"| {names[r['loss']]} | {n} | {where} | failed: {r['error']} | | | | |")
             continue

@@ -30,6 +30,7 @@ partitioning (and any retry of a pass: a pass is a deterministic function of the
 
 from __future__ import annotations
 
+import copy
 import itertools
 
 import numpy as np
@@ -133,9 +134,7 @@ class PartitionedERM:
         bundle method's starting point only: :meth:`RegularizedERM.subsample
         <cvxdp.erm.problem.RegularizedERM.subsample>`)."""
         sizes = [len(range(0, size, int(stride))) for size in self.parts.sizes]
-        sub = object.__new__(PartitionedERM)
-        sub.model, sub.region, sub.w_domain, sub.C, sub.lam, sub.w0 = (
-            self.model, self.region, self.w_domain, self.C, self.lam, self.w0)
+        sub = copy.copy(self)  # the public fields shared; only the rows change
         sub.parts = self.parts.place(_subsample, int(stride), sizes=sizes)
         sub._m = sum(sizes)
         sub._starts = np.array(sub.parts.starts, dtype=np.int64)

@@ -132,6 +132,8 @@ class RegularizedERM:
         sub.examples = self.examples.subset(rows)
         sub._offsets = None if self._offsets is None else self._offsets[rows]
         sub._tight_data = None
+        # ``reduction`` and ``scaling`` stay the full problem's records (nothing reads them after
+        # construction); the rows themselves are already the reduced, scaled ones
         return sub
 
     def kink_rows(self, w: np.ndarray, radius: float, cap: int) -> KinkRows | None:

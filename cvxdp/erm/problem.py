@@ -30,6 +30,7 @@ import numpy as np
 
 from cvxdp._validation import finite_array, positive_finite
 from cvxdp.erm.kinks import KinkRows, kink_candidates, kink_rows, two_piece
+from cvxdp.erm.master_dual import product_simplex_master, simplex_master
 from cvxdp.error import DataError
 from cvxdp.extension import LipschitzExtension
 from cvxdp.extension.affine_reduction import AffineReduction, affine_reduction
@@ -512,10 +513,19 @@ def bundle_master(problem: RegularizedERM, cuts: list[Cut], kinks: KinkRows | No
     B = np.array([c.beta for c in cuts])
     nk = 0 if kinks is None else kinks.count
     k = len(cuts)
-    dense = None if nk else _simplex_master(problem, G, B, prox)
-    if dense is not None:  # the master's minimizer is inside U: its dual, solved here, is the program
-        theta, point = dense
-        return _finish_master(problem, cuts, usable, G, B, theta, None, None, point, theta_all)
+    # the master's minimizer inside U: its dual, solved here, is the program (else the conic solver)
+    if not nk:
+        dense = simplex_master(problem, G, B, prox)
+        if dense is not None:
+            theta, point = dense
+            return _finish_master(problem, cuts, usable, G, B, theta, None, None, point, theta_all)
+    else:
+        dense = product_simplex_master(problem, G, B, kinks.g, kinks.beta, prox)
+        if dense is not None:
+            theta, rho, point = dense
+            theta = project_onto_simplex(np.maximum(theta, 0.0)[None, :])[0]
+            rho = project_onto_simplex(np.maximum(rho, 0.0))
+            return _finish_master(problem, cuts, usable, G, B, theta, rho, kinks, point, theta_all)
     rows = problem.feasible_set.cone_rows()
     n = d + 1 + nk + rows.n_aux
     aux0 = d + 1 + nk
@@ -604,75 +614,3 @@ def _finish_master(problem: RegularizedERM, cuts: list[Cut], usable: list[int], 
     usable_sum = np.all(np.isfinite(g_cuts)) and math.isfinite(beta_cuts - slack_cuts)
     aggregate = Cut(g=g_cuts, beta=beta_cuts - slack_cuts) if usable_sum else None
     return BundleMaster(max(candidates) if candidates else -math.inf, theta_all, point, aggregate)
-
-
-
-def _simplex_master(problem: RegularizedERM, G: np.ndarray, B: np.ndarray,
-                    prox: tuple[float, np.ndarray] | None) -> tuple[np.ndarray, np.ndarray] | None:
-    """The master program without kink rows, by its dual, when its minimizer lies inside ``U``.
-
-    ``min_w max_t <g_t, w> + β_t + (λ/2)||w − w₀||² + (μ/2)||w − w_p||²`` has the dual
-    ``max_{θ ∈ Δ} fᵀθ − θᵀHθ/2`` with ``H = G Gᵀ/Λ``, ``f_t = β_t + <g_t, c>``, ``Λ = λ + μ``,
-    ``c = (λ w₀ + μ w_p)/Λ``, and the minimizer ``w = c − Gᵀθ/Λ``; if that point is in ``U`` (by the
-    exact membership test) the constraint ``w ∈ U`` is idle and this solves the master program.  A
-    dense primal-dual interior-point method on the simplex (``k`` weights, ``k`` at most a few dozen:
-    a millisecond, where the conic solver's setup costs several).  ``None`` — the conic program then
-    solves it — when the point is not certainly in ``U`` or the method does not converge.  A proposal
-    only, like the conic solver's: the caller evaluates and certifies the bound of the weights.
-    """
-    lam = problem.lam
-    mu = 0.0 if prox is None else float(prox[0])
-    Lam = lam + mu
-    c = lam * problem.w0 if prox is None else lam * problem.w0 + mu * np.asarray(prox[1], float)
-    c = c / Lam
-    k = G.shape[0]
-    with np.errstate(all="ignore"):
-        H = (G @ G.T) / Lam
-        f = B + G @ c
-        if not (np.all(np.isfinite(H)) and np.all(np.isfinite(f))):
-            return None
-        scale = max(1.0, float(np.max(np.abs(H))), float(np.max(f) - np.min(f)))
-        H, f = H / scale, (f - np.max(f)) / scale  # the same maximizer; f ≤ 0, |entries| ≤ 1
-        theta = np.full(k, 1.0 / k)
-        z = np.ones(k)
-        nu = float(np.max(f - H @ theta)) + 1.0
-        ones = np.ones(k)
-        for _ in range(60):
-            r_d = H @ theta - f + nu - z
-            r_p = float(theta.sum()) - 1.0
-            gap = float(theta @ z) / k
-            if gap < 1e-15 and float(np.max(np.abs(r_d))) < 1e-13 and abs(r_p) < 1e-15:
-                break
-            sigma = 0.1 if gap > 1e-8 else 0.01
-            r_c = theta * z - sigma * gap
-            K = np.zeros((k + 1, k + 1))
-            K[:k, :k] = H + np.diag(z / theta)
-            K[:k, k] = ones
-            K[k, :k] = ones
-            rhs = np.concatenate([-r_d - r_c / theta, [-r_p]])
-            try:
-                step = np.linalg.solve(K, rhs)
-            except np.linalg.LinAlgError:
-                return None
-            d_theta, d_nu = step[:k], float(step[k])
-            d_z = -(r_c + z * d_theta) / theta
-            alpha = 1.0
-            for v, dv in ((theta, d_theta), (z, d_z)):
-                neg = dv < 0
-                if np.any(neg):
-                    alpha = min(alpha, 0.99 * float(np.min(-v[neg] / dv[neg])))
-            theta = theta + alpha * d_theta
-            z = z + alpha * d_z
-            nu = nu + alpha * d_nu
-            if not (np.all(np.isfinite(theta)) and np.all(theta > 0) and np.all(z > 0)):
-                return None
-        else:
-            return None
-        theta = theta / float(theta.sum())
-        point = c - (G.T @ theta) / Lam
-    if not np.all(np.isfinite(point)):
-        return None
-    inside = problem.feasible_set.certainly_contains(point[None, :])
-    if inside is None or not bool(inside[0]):
-        return None
-    return theta, point

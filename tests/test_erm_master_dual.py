@@ -11,7 +11,7 @@ from test_erm import _problem, reference_minimum
 
 import cvxdp.erm.problem as problem_module
 from cvxdp.erm import bundle_master
-from cvxdp.erm.master_dual import _newton_step, product_simplex_master
+from cvxdp.erm.master_dual import _kkt_solver, product_simplex_master
 from cvxdp.erm.problem import evaluate_upper
 from cvxdp.geometry import Ball
 
@@ -70,7 +70,7 @@ def test_strong_duality_at_the_returned_weights(rng, prox, shape):
 
 
 @pytest.mark.parametrize("spread", [3, 15])
-def test_newton_step_solves_the_kkt_system(rng, spread):
+def test_kkt_solver_solves_the_newton_system(rng, spread):
     """The Woodbury solve (with its refinement step) solves ``[[UUᵀ + D, Eᵀ], [E, 0]]``: it equals a dense
     solve where that one is accurate (diagonals within 10^±3), and where the diagonals span thirty orders
     of magnitude, as near the end of the interior-point method, its normwise backward error is at rounding
@@ -81,7 +81,7 @@ def test_newton_step_solves_the_kkt_system(rng, spread):
     D_r = 10.0 ** rng.uniform(-spread, spread, size=(J, nk))
     a_t, a_r = rng.normal(size=k), rng.normal(size=(J, nk))
     b_t, b_r = float(rng.normal()), rng.normal(size=nk)
-    (dx_t, dx_r), (dnu_t, dnu_r) = _newton_step((U_t, U_r), (D_t, D_r), (a_t, a_r), (b_t, b_r))
+    (dx_t, dx_r), (dnu_t, dnu_r) = _kkt_solver((U_t, U_r), (D_t, D_r))((a_t, a_r), (b_t, b_r))
     N = k + J * nk
     Ufull = np.vstack([U_t, U_r])
     block = np.concatenate([np.zeros(k, int), 1 + np.tile(np.arange(nk), J)])

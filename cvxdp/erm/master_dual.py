@@ -33,6 +33,7 @@ false one.  ``None`` (the conic program then solves the master) when the point i
 from __future__ import annotations
 
 import numpy as np
+from scipy.linalg import cho_factor, cho_solve
 
 #: Interior-point iterations before giving up (the conic program then solves the master).
 MAX_STEPS = 80
@@ -143,13 +144,20 @@ def product_simplex_master(problem, G: np.ndarray, B: np.ndarray, kink_g: np.nda
             if gap < 1e-14 and residual < 1e-10:
                 break
             rp_t, rp_r = float(x_t.sum()) - 1.0, x_r.sum(axis=0) - 1.0
-            sigma = 0.1 if gap > 1e-8 else 0.01
-            rc_t, rc_r = x_t * z_t - sigma * gap, x_r * z_r - sigma * gap
             try:
-                (dx_t, dx_r), (dnu_t, dnu_r) = _newton_step((U_t, U_r), (z_t / x_t, z_r / x_r),
-                                                            (-rd_t - rc_t / x_t, -rd_r - rc_r / x_r),
-                                                            (-rp_t, -rp_r))
-            except np.linalg.LinAlgError:
+                solve = _kkt_solver((U_t, U_r), (z_t / x_t, z_r / x_r))
+                # Mehrotra's predictor: the affine step (complementarity driven to 0) ...
+                (ax_t, ax_r), _ = solve((-rd_t - z_t, -rd_r - z_r), (-rp_t, -rp_r))
+                az_t, az_r = -z_t - z_t * ax_t / x_t, -z_r - z_r * ax_r / x_r
+                step = min(_step_length(x_t, ax_t, z_t, az_t, 1.0), _step_length(x_r, ax_r, z_r, az_r, 1.0))
+                affine = (float((x_t + step * ax_t) @ (z_t + step * az_t))
+                          + float(np.einsum("jk,jk->", x_r + step * ax_r, z_r + step * az_r))) / n
+                sigma = min(1.0, max(affine / gap, 0.0)) ** 3
+                # ... and the corrector, aiming at σμ with the predictor's second-order term
+                rc_t = x_t * z_t + ax_t * az_t - sigma * gap
+                rc_r = x_r * z_r + ax_r * az_r - sigma * gap
+                (dx_t, dx_r), (dnu_t, dnu_r) = solve((-rd_t - rc_t / x_t, -rd_r - rc_r / x_r), (-rp_t, -rp_r))
+            except (np.linalg.LinAlgError, ValueError):  # no factorization: the conic solver's turn
                 return None
             dz_t, dz_r = -(rc_t + z_t * dx_t) / x_t, -(rc_r + z_r * dx_r) / x_r
             alpha = min(_step_length(x_t, dx_t, z_t, dz_t), _step_length(x_r, dx_r, z_r, dz_r))
@@ -166,17 +174,19 @@ def product_simplex_master(problem, G: np.ndarray, B: np.ndarray, kink_g: np.nda
     return (theta, rho, point) if _inside(problem, point) else None
 
 
-def _newton_step(U, D, a, b):
-    """Solve ``(UUᵀ + diag(D)) dx + Eᵀ dν = a``, ``E dx = b`` (``E`` sums each simplex) by Woodbury.
+def _kkt_solver(U, D):
+    """A solver of ``(UUᵀ + diag(D)) dx + Eᵀ dν = a``, ``E dx = b`` (``E`` sums each simplex), by Woodbury,
+    factored once for its right-hand sides ``(a, b)``.
 
     Each argument is a pair: the cuts' block (``θ``: vectors of ``k``, ``U_θ`` of shape ``(k, d)``) and
     the kink rows' blocks (``ρ``: ``(J, K)`` arrays, one simplex per column; ``U_ρ`` of shape
     ``(J·K, d)``).  Without ``UUᵀ`` the system splits into one per simplex: ``dx = D⁻¹(a − dν)`` with
     ``dν = (Σ D⁻¹a − b)/Σ D⁻¹``; call that solution operator ``K₀⁻¹``.  Then
     ``K⁻¹ = K₀⁻¹ − K₀⁻¹W (I + WᵀK₀⁻¹W)⁻¹ WᵀK₀⁻¹`` with ``W = [U; 0]``, and the capacitance
-    ``I + WᵀK₀⁻¹W`` is symmetric positive definite (eigenvalues at least 1).
+    ``I + WᵀK₀⁻¹W`` is symmetric positive definite (eigenvalues at least 1).  Each solve takes one step
+    of iterative refinement: the identity loses digits when ``D`` spans many orders of magnitude.
     """
-    (U_t, U_r), (D_t, D_r), (a_t, a_r), (b_t, b_r) = U, D, a, b
+    (U_t, U_r), (D_t, D_r) = U, D
     J, nk = D_r.shape
     d = U_t.shape[1]
     inv_t, inv_r = 1.0 / D_t, 1.0 / D_r
@@ -186,30 +196,35 @@ def _newton_step(U, D, a, b):
     T_t, T_r = S_t.sum(axis=0) / sum_t, S_r.sum(axis=0) / sum_r[:, None]
     Q_t = S_t - inv_t[:, None] * T_t[None, :]
     Q_r = (S_r - inv_r[:, :, None] * T_r[None, :, :]).reshape(J * nk, d)
-    capacitance = np.eye(d) + U_t.T @ Q_t + U_r.T @ Q_r
+    factor = cho_factor(np.eye(d) + U_t.T @ Q_t + U_r.T @ Q_r, check_finite=False)
 
-    def solve(a_t, a_r, b_t, b_r):
+    def once(a_t, a_r, b_t, b_r):
         s_t, s_r = inv_t * a_t, inv_r * a_r  # K₀⁻¹ (a, b), then the rank-d correction
         t_t, t_r = (float(s_t.sum()) - b_t) / sum_t, (s_r.sum(axis=0) - b_r) / sum_r
         x_t, x_r = s_t - inv_t * t_t, s_r - inv_r * t_r
-        coef = np.linalg.solve(capacitance, U_t.T @ x_t + x_r.reshape(-1) @ U_r)
+        rhs = U_t.T @ x_t + x_r.reshape(-1) @ U_r
+        coef = cho_solve(factor, rhs, check_finite=False)
         return x_t - Q_t @ coef, x_r - (Q_r @ coef).reshape(J, nk), t_t - float(T_t @ coef), t_r - T_r @ coef
 
-    dx_t, dx_r, dnu_t, dnu_r = solve(a_t, a_r, b_t, b_r)
-    # one step of iterative refinement: the identity loses digits when D spans many orders of magnitude
-    v = U_t.T @ dx_t + dx_r.reshape(-1) @ U_r
-    e = solve(a_t - (U_t @ v + D_t * dx_t + dnu_t), a_r - ((U_r @ v).reshape(J, nk) + D_r * dx_r + dnu_r),
-              b_t - float(dx_t.sum()), b_r - dx_r.sum(axis=0))
-    return (dx_t + e[0], dx_r + e[1]), (dnu_t + e[2], dnu_r + e[3])
+    def solve(a, b):
+        (a_t, a_r), (b_t, b_r) = a, b
+        dx_t, dx_r, dnu_t, dnu_r = once(a_t, a_r, b_t, b_r)
+        v = U_t.T @ dx_t + dx_r.reshape(-1) @ U_r
+        e = once(a_t - (U_t @ v + D_t * dx_t + dnu_t), a_r - ((U_r @ v).reshape(J, nk) + D_r * dx_r + dnu_r),
+                 b_t - float(dx_t.sum()), b_r - dx_r.sum(axis=0))
+        return (dx_t + e[0], dx_r + e[1]), (dnu_t + e[2], dnu_r + e[3])
+
+    return solve
 
 
-def _step_length(x: np.ndarray, dx: np.ndarray, z: np.ndarray, dz: np.ndarray) -> float:
-    """The largest step up to 1 that keeps ``x`` and ``z`` positive, backed off by 1%."""
+def _step_length(x: np.ndarray, dx: np.ndarray, z: np.ndarray, dz: np.ndarray, fraction: float = 0.99
+                 ) -> float:
+    """The largest step up to 1 that keeps ``x`` and ``z`` positive, times ``fraction``."""
     alpha = 1.0
     for v, dv in ((x, dx), (z, dz)):
         neg = dv < 0
         if np.any(neg):
-            alpha = min(alpha, 0.99 * float(np.min(-v[neg] / dv[neg])))
+            alpha = min(alpha, fraction * float(np.min(-v[neg] / dv[neg])))
     return alpha
 
 

@@ -135,6 +135,41 @@ def test_the_subsample_scenarios_run_the_subsample_start_with_the_record_in_it(n
             assert runs and all(passes > 0 for passes in runs)
 
 
+def test_the_audit_reaches_the_dual_master_and_its_fallback(monkeypatch):
+    """The bundle master's dual (:mod:`cvxdp.erm.master_dual`) is a path a record can switch on: the
+    tangent-kink record brings kink rows into the master on its side only, where the dual solves it, and
+    the tail-edge pair's fits meet both the dual's solution and its hand-over to the conic solver — so the
+    audits of those scenarios (quick mode here, full mode in ``benchmarks/bench_audit.py``) cover it."""
+    import cvxdp.erm.problem as problem_module
+    from cvxdp.privacy.random import SeededRandom
+
+    real = problem_module.product_simplex_master
+    seen: list[tuple[int, bool]] = []
+    side = [0]
+
+    def spy(*args):
+        out = real(*args)
+        seen.append((side[0], out is not None))
+        return out
+
+    monkeypatch.setattr(problem_module, "product_simplex_master", spy)
+    outcomes = {}
+    for name, seeds in (("lad-tangent-kink-2^100/output-perturbation", 2),
+                        ("tail-edge/auto-G/output-perturbation", 8)):
+        sc = SCENARIOS[name]
+        fit = sc.make_fit()
+        seen.clear()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for side[0], data in enumerate(sc.build()):
+                for seed in range(seeds):
+                    fit(data, SeededRandom(seed))
+        outcomes[name] = set(seen)
+    assert (0, True) in outcomes["lad-tangent-kink-2^100/output-perturbation"]
+    assert not any(s == 1 for s, _ in outcomes["lad-tangent-kink-2^100/output-perturbation"])
+    assert {ok for _, ok in outcomes["tail-edge/auto-G/output-perturbation"]} == {True, False}
+
+
 @pytest.mark.parametrize("name", GUARANTEED)
 def test_scenario_quick_mode(name):
     """No refusal on either side, identical public records, audited ε ≤ claim (broken: flagged)."""

@@ -157,6 +157,28 @@ def test_partitions_made_on_the_workers_and_dask_arrays_fit_like_the_serial_data
         assert run.ledger.spent == serial.ledger.spent
 
 
+def _overflow_then_warn(x: float) -> float:
+    """A placed task: a numpy overflow (silent under the caller's ``errstate``) and a warning of its own."""
+    value = float(np.float64(x) * np.float64(x))
+    warnings.warn(f"placed {x:g}", UserWarning, stacklevel=1)
+    return value
+
+
+def test_placed_tasks_run_under_the_drivers_error_settings_and_bring_their_warnings_back(client):
+    """Partitions made on the workers (``place``) behave as if made here: numpy's error settings are the
+    driver's (an overflow is silent under ``errstate(all="ignore")`` and raises under ``"raise"``), and
+    their warnings reach the driver's filters, in order — none is printed only in a worker's log."""
+    ex = cvxdp.DaskExecutor(client)
+    with np.errstate(all="ignore"), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        handles = ex.place(_overflow_then_warn, [(1e200,), (2.0,)])
+    assert [str(w.message) for w in caught] == ["placed 1e+200", "placed 2"]
+    assert all(w.category is UserWarning for w in caught)
+    assert client.gather(handles) == [math.inf, 4.0]
+    with np.errstate(over="raise"), pytest.raises(FloatingPointError):
+        ex.place(_overflow_then_warn, [(1e200,)])
+
+
 def test_dask_executor_refuses_what_is_not_a_client():
     with pytest.raises(ParameterError, match=r"distributed\.Client"):
         cvxdp.DaskExecutor("tcp://127.0.0.1:8786")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import abc
 import concurrent.futures
 import multiprocessing
+import operator
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures.process import BrokenProcessPool
@@ -68,6 +69,14 @@ def _run_isolated(fn: Callable, job, errors: dict) -> tuple[object, list[tuple[t
     with np.errstate(**errors), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = fn(job)
+    return result, [(w.category, str(w.message)) for w in caught]
+
+
+def _place_isolated(fn: Callable, args: tuple, errors: dict) -> tuple[object, list[tuple[type, str]]]:
+    """``fn(*args)`` in a worker, as :func:`_run_isolated` runs a job."""
+    with np.errstate(**errors), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = fn(*args)
     return result, [(w.category, str(w.message)) for w in caught]
 
 
@@ -208,7 +217,18 @@ class DaskExecutor(Executor):
         self.partitions = positive_int("partitions", workers if partitions is None else partitions)
 
     def place(self, fn: Callable, arguments: Iterable[tuple]) -> list:
-        return [self.client.submit(fn, *args, pure=False) for args in arguments]
+        """Futures of ``fn(*args)``, computed and kept on the workers — under this process's numpy error
+        settings, with their warnings brought back here (in argument order) once they are made, as
+        :meth:`map` does for its jobs: what a fit prints does not depend on where its partitions live."""
+        errors = np.geterr()
+        made = [self.client.submit(_place_isolated, fn, args, errors, pure=False) for args in arguments]
+        handles = [self.client.submit(operator.itemgetter(0), f, pure=False) for f in made]
+        notes = [self.client.submit(operator.itemgetter(1), f, pure=False) for f in made]
+        del made  # the pairs are dropped on the workers once the handles and notes are taken from them
+        for caught in self.client.gather(notes):
+            for category, message in caught:
+                warnings.warn(message, category, stacklevel=2)
+        return handles
 
     def materialize(self, items: list) -> list:
         """Delayed objects become futures computed on the cluster (never here); futures and plain

@@ -191,20 +191,22 @@ def _kkt_solver(U, D):
     d = U_t.shape[1]
     inv_t, inv_r = 1.0 / D_t, 1.0 / D_r
     sum_t, sum_r = float(inv_t.sum()), inv_r.sum(axis=0)
-    # K₀⁻¹ W: the columns of U through each simplex's solve (right-hand side 0 in the sums)
-    S_t, S_r = inv_t[:, None] * U_t, (inv_r.reshape(-1, 1) * U_r).reshape(J, nk, d)
-    T_t, T_r = S_t.sum(axis=0) / sum_t, S_r.sum(axis=0) / sum_r[:, None]
-    Q_t = S_t - inv_t[:, None] * T_t[None, :]
-    Q_r = (S_r - inv_r[:, :, None] * T_r[None, :, :]).reshape(J * nk, d)
-    factor = cho_factor(np.eye(d) + U_t.T @ Q_t + U_r.T @ Q_r, check_finite=False)
+    # K₀⁻¹ W = Q: per simplex b, Q_b = D_b⁻¹U_b − D_b⁻¹1 T_bᵀ with T_b = U_bᵀD_b⁻¹1 / 1ᵀD_b⁻¹1, so
+    # UᵀQ = UᵀD⁻¹U − Σ_b (1ᵀD_b⁻¹1) T_b T_bᵀ; Q itself is never formed (Q c = D⁻¹(U c − T_b c) per block)
+    P_t, P_r = inv_t[:, None] * U_t, inv_r.reshape(-1, 1) * U_r
+    T_t, T_r = P_t.sum(axis=0) / sum_t, P_r.reshape(J, nk, d).sum(axis=0) / sum_r[:, None]
+    capacitance = (np.eye(d) + U_t.T @ P_t - sum_t * np.outer(T_t, T_t) + U_r.T @ P_r
+                   - (sum_r[:, None] * T_r).T @ T_r)
+    factor = cho_factor(capacitance, check_finite=False)
 
     def once(a_t, a_r, b_t, b_r):
         s_t, s_r = inv_t * a_t, inv_r * a_r  # K₀⁻¹ (a, b), then the rank-d correction
         t_t, t_r = (float(s_t.sum()) - b_t) / sum_t, (s_r.sum(axis=0) - b_r) / sum_r
         x_t, x_r = s_t - inv_t * t_t, s_r - inv_r * t_r
-        rhs = U_t.T @ x_t + x_r.reshape(-1) @ U_r
-        coef = cho_solve(factor, rhs, check_finite=False)
-        return x_t - Q_t @ coef, x_r - (Q_r @ coef).reshape(J, nk), t_t - float(T_t @ coef), t_r - T_r @ coef
+        coef = cho_solve(factor, U_t.T @ x_t + x_r.reshape(-1) @ U_r, check_finite=False)
+        tc_t, tc_r = float(T_t @ coef), T_r @ coef
+        return (x_t - inv_t * (U_t @ coef - tc_t), x_r - inv_r * ((U_r @ coef).reshape(J, nk) - tc_r),
+                t_t - tc_t, t_r - tc_r)
 
     def solve(a, b):
         (a_t, a_r), (b_t, b_r) = a, b

@@ -144,6 +144,31 @@ def test_the_dual_master_agrees_with_the_conic_master(rng, monkeypatch):
     assert dual.lower <= reference_minimum(problem, data) + 1e-9
 
 
+def test_a_badly_scaled_program_is_handed_to_the_conic_solver(monkeypatch):
+    """The interior-point method stops by a rule in scaled units; with λ = 10⁻⁶ and slopes of 3·10⁴ the
+    scale is 10¹³ and it stopped with a gap of order one (its bound −8·10⁻⁷ where the conic master's is
+    3.5·10⁻⁵; found by review).  A proposal must close the gap in the program's own units, so this one
+    goes to the conic solver, whose bound the master then returns."""
+    from cvxdp.erm.kinks import KinkRows
+    from cvxdp.erm.problem import Cut
+
+    d = 2
+    problem = types.SimpleNamespace(lam=1e-6, m=1, w0=np.zeros(d), dim=d, feasible_set=Ball(np.zeros(d), 1e3))
+    cuts = [Cut(g=np.array([1.0, 0.0]), beta=0.0), Cut(g=np.array([-1.0, 0.0]), beta=0.0)]
+    kink_g = np.array([[[3e4, 1e4], [-3e4, -1e4]], [[1e4, -2e4], [-1e4, 2e4]]])
+    kink_beta = np.array([[1.0, -1.0], [0.5, -0.5]])
+    kinks = KinkRows(np.arange(2), kink_g, kink_beta)
+    G, B = np.stack([c.g for c in cuts]), np.array([c.beta for c in cuts])
+    assert product_simplex_master(problem, G, B, kink_g, kink_beta, None) is None
+    conic_only = []
+    real = problem_module.product_simplex_master
+    monkeypatch.setattr(problem_module, "product_simplex_master", lambda *a: conic_only.append(1))
+    conic = bundle_master(problem, cuts, kinks)
+    monkeypatch.setattr(problem_module, "product_simplex_master", real)
+    both = bundle_master(problem, cuts, kinks)
+    assert conic_only and both.lower == conic.lower and both.lower > 1e-5
+
+
 @pytest.mark.parametrize("garbage", ["huge", "negative", "zero", "one-hot"])
 def test_a_lying_dual_master_cannot_make_a_false_bound(rng, monkeypatch, garbage):
     """The dual is a proposal: any weights it returns are projected onto their simplices and the bound is

@@ -37,6 +37,9 @@ from scipy.linalg import cho_factor, cho_solve
 
 #: Interior-point iterations before giving up (the conic program then solves the master).
 MAX_STEPS = 80
+#: The largest duality gap, relative to ``1 + |value|`` in the program's own units, of a proposal returned
+#: (the stopping rule works in scaled units; a badly scaled program can stop far off — found by review).
+GAP_TOLERANCE = 1e-9
 
 
 def simplex_master(problem, G: np.ndarray, B: np.ndarray,
@@ -44,13 +47,9 @@ def simplex_master(problem, G: np.ndarray, B: np.ndarray,
     """The master program without kink rows, by its dual (``x = θ`` alone), when its minimizer lies
     inside ``U``: ``max_{θ ∈ Δ} fᵀθ − θᵀHθ/2`` with ``H = G Gᵀ/Λ``, solved with a dense Newton
     system (``k`` weights, at most a few dozen: a millisecond).  Returns ``(θ, w)`` or ``None``."""
-    lam = problem.lam
-    mu = 0.0 if prox is None else float(prox[0])
-    Lam = lam + mu
-    c = lam * problem.w0 if prox is None else lam * problem.w0 + mu * np.asarray(prox[1], float)
-    c = c / Lam
     k = G.shape[0]
     with np.errstate(all="ignore"):
+        Lam, c = _centre(problem, prox)
         H = (G @ G.T) / Lam
         f = B + G @ c
         if not (np.all(np.isfinite(H)) and np.all(np.isfinite(f))):
@@ -90,7 +89,8 @@ def simplex_master(problem, G: np.ndarray, B: np.ndarray,
             return None
         theta = theta / float(theta.sum())
         point = c - (G.T @ theta) / Lam
-    return (theta, point) if _inside(problem, point) else None
+        ok = _closes_gap(problem, prox, G, B, None, None, theta, None, point) and _inside(problem, point)
+    return (theta, point) if ok else None
 
 
 def product_simplex_master(problem, G: np.ndarray, B: np.ndarray, kink_g: np.ndarray, kink_beta: np.ndarray,
@@ -107,13 +107,10 @@ def product_simplex_master(problem, G: np.ndarray, B: np.ndarray, kink_g: np.nda
     ``(θ, ρ, w)`` — ``ρ`` as ``(K, J)``, the multipliers of each kink row's pieces — and the master's
     minimizer, or ``None``.
     """
-    lam, m = problem.lam, problem.m
-    mu = 0.0 if prox is None else float(prox[0])
-    Lam = lam + mu
-    c = lam * problem.w0 if prox is None else lam * problem.w0 + mu * np.asarray(prox[1], float)
-    c = c / Lam
+    m = problem.m
     k, (nk, J, d) = G.shape[0], kink_g.shape
     with np.errstate(all="ignore"):
+        Lam, c = _centre(problem, prox)
         slopes = np.ascontiguousarray(kink_g.transpose(1, 0, 2)).reshape(J * nk, d)
         f_t = B + G @ c
         f_r = ((kink_beta.T.reshape(-1) + slopes @ c) / m).reshape(J, nk)
@@ -140,9 +137,11 @@ def product_simplex_master(problem, G: np.ndarray, B: np.ndarray, kink_g: np.nda
             rd_t = U_t @ v - f_t + nu_t - z_t
             rd_r = (U_r @ v).reshape(J, nk) - f_r + nu_r - z_r
             gap = (float(x_t @ z_t) + float(x_r.reshape(-1) @ z_r.reshape(-1))) / n
-            residual = max(float(np.max(np.abs(rd_t))), float(np.max(np.abs(rd_r))))
+            residual = float(np.max(np.abs(np.concatenate([rd_t, rd_r.reshape(-1)]))))  # NaN stays NaN
             if gap < 1e-14 and residual < 1e-10:
                 break
+            if not gap > 0.0:  # NaN, or every product underflowed: no step to take
+                return None
             rp_t, rp_r = float(x_t.sum()) - 1.0, x_r.sum(axis=0) - 1.0
             try:
                 solve = _kkt_solver((U_t, U_r), (z_t / x_t, z_r / x_r))
@@ -171,7 +170,9 @@ def product_simplex_master(problem, G: np.ndarray, B: np.ndarray, kink_g: np.nda
         theta = x_t / float(x_t.sum())
         rho = (x_r / x_r.sum(axis=0)).T
         point = c - (G.T @ theta + np.einsum("kj,kjd->d", rho, kink_g) / m) / Lam
-    return (theta, rho, point) if _inside(problem, point) else None
+        ok = (_closes_gap(problem, prox, G, B, kink_g, kink_beta, theta, rho, point)
+              and _inside(problem, point))
+    return (theta, rho, point) if ok else None
 
 
 def _kkt_solver(U, D):
@@ -228,6 +229,36 @@ def _step_length(x: np.ndarray, dx: np.ndarray, z: np.ndarray, dz: np.ndarray, f
         if np.any(neg):
             alpha = min(alpha, fraction * float(np.min(-v[neg] / dv[neg])))
     return alpha
+
+
+def _centre(problem, prox: tuple[float, np.ndarray] | None) -> tuple[float, np.ndarray]:
+    """``Λ = λ + μ`` and the centre ``c = (λ w₀ + μ w_p)/Λ`` of the two quadratic terms."""
+    lam = problem.lam
+    mu = 0.0 if prox is None else float(prox[0])
+    Lam = lam + mu
+    c = lam * problem.w0 if prox is None else lam * problem.w0 + mu * np.asarray(prox[1], float)
+    return Lam, c / Lam
+
+
+def _closes_gap(problem, prox, G, B, kink_g, kink_beta, theta, rho, point) -> bool:
+    """Whether the weights and their point close the duality gap in the program's own units.
+
+    The point is the Lagrangian's minimizer for the weights, so the dual value is the weighted pieces at
+    the point plus the same quadratic terms as the primal; the gap is what the maxima exceed the weighted
+    sums by, ``max_t ℓ_t(w) − Σθ_t ℓ_t(w) + (1/m) Σ_i (max_j p_ij(w) − Σ_j ρ_ij p_ij(w)) ≥ 0``.
+    """
+    cuts = G @ point + B
+    gap = float(np.max(cuts) - theta @ cuts)
+    value = float(np.max(cuts))
+    if kink_g is not None:
+        pieces = kink_g @ point + kink_beta
+        tops = np.max(pieces, axis=1)
+        gap += float(np.sum(tops - np.sum(rho * pieces, axis=1))) / problem.m
+        value += float(np.sum(tops)) / problem.m
+    value += 0.5 * problem.lam * float(np.sum((point - problem.w0) ** 2))
+    if prox is not None:
+        value += 0.5 * float(prox[0]) * float(np.sum((point - np.asarray(prox[1], float)) ** 2))
+    return bool(gap <= GAP_TOLERANCE * (1.0 + abs(value)))  # False for NaN
 
 
 def _inside(problem, point: np.ndarray) -> bool:

@@ -41,6 +41,7 @@ from cvxdp.plan.schedule import PhaseSchedule
 from cvxdp.privacy.accountant import BudgetAccountant
 from cvxdp.privacy.ledger import PrivacyLedger
 from cvxdp.privacy.random import noise_source
+from cvxdp.run.blas import DEFAULT_THREADS, limited_blas
 from cvxdp.run.executor import Executor, get_executor
 from cvxdp.run.fit import run_fit
 from cvxdp.run.partitions import Partitions
@@ -160,7 +161,9 @@ def _no_floating_point_warnings(method):
     """
     @functools.wraps(method)
     def quiet(*args, **kwargs):
-        with np.errstate(all="ignore"):
+        erm = kwargs.get("erm")
+        threads = erm.blas_threads if isinstance(erm, ERMSettings) else DEFAULT_THREADS
+        with np.errstate(all="ignore"), limited_blas(threads):  # BLAS threads: cvxdp.run.blas
             return method(*args, **kwargs)
 
     return quiet

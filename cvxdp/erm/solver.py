@@ -66,6 +66,7 @@ from cvxdp.erm.problem import ERMCertificate, RegularizedERM, bundle_lower_bound
 from cvxdp.erm.translation import TranslatedERM
 from cvxdp.error import CertificationError, ParameterError, SolverError
 from cvxdp.geometry import Ball, Lens
+from cvxdp.run.blas import DEFAULT_THREADS
 from cvxdp.structure import PiecewiseLinearStructure, SmoothGLMStructure
 
 logger = logging.getLogger(__name__)
@@ -98,6 +99,10 @@ class ERMSettings:
         Problems with at least this many rows start the bundle method from a subsample's point
         (:mod:`cvxdp.erm.bundle`); ``None`` (default): the bundle method's ``WARM_ROWS`` (2²⁰).  A
         public knob of the route only — the released point is certified either way.
+    blas_threads:
+        Threads the BLAS library may use during the fit (:mod:`cvxdp.run.blas`: one by default, as
+        cvxdp's products are tall and thin and a second thread costs much on shared cores); ``None``
+        leaves the process's setting.
     """
 
     method: str = "auto"
@@ -108,6 +113,7 @@ class ERMSettings:
     bundle_iterations: int = 200
     oracle_tolerance: float = 0.02
     subsample_rows: int | None = None
+    blas_threads: int | None = DEFAULT_THREADS
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -131,6 +137,9 @@ class ERMSettings:
         if self.subsample_rows is not None:
             object.__setattr__(self, "subsample_rows",
                                positive_int("ERMSettings.subsample_rows", self.subsample_rows))
+        if self.blas_threads is not None:
+            object.__setattr__(self, "blas_threads",
+                               positive_int("ERMSettings.blas_threads", self.blas_threads))
 
 
 def default_method(problem: object) -> str:

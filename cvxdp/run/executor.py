@@ -25,6 +25,7 @@ import numpy as np
 
 from cvxdp._validation import positive_int
 from cvxdp.error import ParameterError
+from cvxdp.run.blas import blas_threads, limited_blas
 
 
 class Executor(abc.ABC):
@@ -34,7 +35,8 @@ class Executor(abc.ABC):
     results in completion order would let solve times pick the model.  A job that raises makes
     ``map`` raise, and a backend that runs jobs elsewhere (``remote``) must give them this
     process's floating-point error settings and bring their warnings back (as
-    :class:`ProcessExecutor` does), or what a run prints would depend on where it ran.
+    :class:`ProcessExecutor` does), or what a run prints would depend on where it ran — and its BLAS
+    thread limit (:mod:`cvxdp.run.blas`), or workers sharing the cores would oversubscribe them.
     """
 
     #: Whether jobs run outside this process (then their noise sources must be independent objects).
@@ -64,17 +66,20 @@ class Executor(abc.ABC):
         return out
 
 
-def _run_isolated(fn: Callable, job, errors: dict) -> tuple[object, list[tuple[type, str]]]:
-    """``fn(job)`` in a worker, under the caller's numpy error settings, with its warnings recorded."""
-    with np.errstate(**errors), warnings.catch_warnings(record=True) as caught:
+def _run_isolated(fn: Callable, job, errors: dict, threads: int | None = None
+                  ) -> tuple[object, list[tuple[type, str]]]:
+    """``fn(job)`` in a worker, under the caller's numpy error settings and BLAS thread count
+    (:mod:`cvxdp.run.blas`), with its warnings recorded."""
+    with np.errstate(**errors), limited_blas(threads), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = fn(job)
     return result, [(w.category, str(w.message)) for w in caught]
 
 
-def _place_isolated(fn: Callable, args: tuple, errors: dict) -> tuple[object, list[tuple[type, str]]]:
+def _place_isolated(fn: Callable, args: tuple, errors: dict, threads: int | None = None
+                    ) -> tuple[object, list[tuple[type, str]]]:
     """``fn(*args)`` in a worker, as :func:`_run_isolated` runs a job."""
-    with np.errstate(**errors), warnings.catch_warnings(record=True) as caught:
+    with np.errstate(**errors), limited_blas(threads), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = fn(*args)
     return result, [(w.category, str(w.message)) for w in caught]
@@ -121,7 +126,8 @@ class ProcessExecutor(Executor):
             context = multiprocessing.get_context(self.start_method)
             self._pool = concurrent.futures.ProcessPoolExecutor(self.workers, mp_context=context)
         errors = np.geterr()  # a fit runs with numpy's warnings off; so must its workers
-        futures = [self._pool.submit(_run_isolated, fn, job, errors) for job in jobs]
+        threads = blas_threads()  # and with BLAS limited (cvxdp.run.blas)
+        futures = [self._pool.submit(_run_isolated, fn, job, errors, threads) for job in jobs]
         try:
             for future in futures:
                 result, caught = future.result()
@@ -220,8 +226,9 @@ class DaskExecutor(Executor):
         """Futures of ``fn(*args)``, computed and kept on the workers — under this process's numpy error
         settings, with their warnings brought back here (in argument order) once they are made, as
         :meth:`map` does for its jobs: what a fit prints does not depend on where its partitions live."""
-        errors = np.geterr()
-        made = [self.client.submit(_place_isolated, fn, args, errors, pure=False) for args in arguments]
+        errors, threads = np.geterr(), blas_threads()
+        made = [self.client.submit(_place_isolated, fn, args, errors, threads, pure=False)
+                for args in arguments]
         handles = [self.client.submit(operator.itemgetter(0), f, pure=False) for f in made]
         notes = [self.client.submit(operator.itemgetter(1), f, pure=False) for f in made]
         del made  # the pairs are dropped on the workers once the handles and notes are taken from them
@@ -237,8 +244,8 @@ class DaskExecutor(Executor):
                 for item in items]
 
     def map(self, fn: Callable, jobs: Iterable) -> Iterator:
-        errors = np.geterr()
-        futures = [self.client.submit(_run_isolated, fn, job, errors, pure=False) for job in jobs]
+        errors, threads = np.geterr(), blas_threads()
+        futures = [self.client.submit(_run_isolated, fn, job, errors, threads, pure=False) for job in jobs]
         try:
             for future in futures:
                 result, caught = future.result()

@@ -11,7 +11,7 @@ import pytest
 import cvxdp
 import cvxdp.problem as problem_module
 from cvxdp.error import ParameterError
-from cvxdp.run.blas import DEFAULT_THREADS, blas_threads, limited_blas
+from cvxdp.run.blas import DEFAULT_THREADS, blas_threads, fit_limit, limited_blas
 from cvxdp.run.executor import ProcessExecutor
 
 
@@ -37,7 +37,7 @@ def test_a_fit_runs_with_the_settings_blas_threads(monkeypatch, setting, expecte
     real = problem_module.run_fit
 
     def spy(*args, **kwargs):
-        seen.append(blas_threads())
+        seen.append((blas_threads(), fit_limit()))
         return real(*args, **kwargs)
 
     monkeypatch.setattr(problem_module, "run_fit", spy)
@@ -52,8 +52,9 @@ def test_a_fit_runs_with_the_settings_blas_threads(monkeypatch, setting, expecte
         warnings.simplefilter("ignore")
         cvxdp.PrivateProblem(model).solve({"x": X, "y": y}, epsilon=1.0, moment_k=4.0, G_k=3.0,
                                           random_state=0, erm=erm, algorithm="output-perturbation")
-    assert seen == [before if expected == "process" else expected]
-    assert blas_threads() == before
+    # in force during the fit, and what its executors give their workers (nothing when None)
+    assert seen == [(before, None) if expected == "process" else (expected, expected)]
+    assert blas_threads() == before and fit_limit() is None
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, "2"])
@@ -64,9 +65,9 @@ def test_blas_threads_is_validated(bad):
 
 @pytest.mark.slow
 def test_process_workers_run_under_the_drivers_limit():
-    """A spawned worker starts with its own BLAS threads; the executor gives it the driver's limit, as it
-    gives it the driver's numpy error settings (two workers of two threads each on two cores wait on
-    one another)."""
+    """A spawned worker starts with its own BLAS threads; the executor gives it the fit's limit, as it gives
+    it the driver's numpy error settings (two workers of two threads each on two cores wait on one
+    another), and outside a fit's limit leaves the worker's own."""
     with ProcessExecutor(workers=2) as pool:
         with limited_blas(1):
             assert list(pool.map(_report_threads, range(4))) == [1] * 4

@@ -17,6 +17,7 @@ import abc
 import concurrent.futures
 import multiprocessing
 import operator
+import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures.process import BrokenProcessPool
@@ -25,7 +26,7 @@ import numpy as np
 
 from cvxdp._validation import positive_int
 from cvxdp.error import ParameterError
-from cvxdp.run.blas import blas_threads, limited_blas
+from cvxdp.run.blas import fit_limit, limited_blas
 
 
 class Executor(abc.ABC):
@@ -66,11 +67,18 @@ class Executor(abc.ABC):
         return out
 
 
+#: One isolated job at a time per process: the warning filters and the BLAS limit are the process's, not a
+#: thread's, so two jobs overlapping on a worker with several threads would swap their warnings and
+#: limits (found by review).
+_ISOLATION = threading.Lock()
+
+
 def _run_isolated(fn: Callable, job, errors: dict, threads: int | None = None
                   ) -> tuple[object, list[tuple[type, str]]]:
     """``fn(job)`` in a worker, under the caller's numpy error settings and BLAS thread count
-    (:mod:`cvxdp.run.blas`), with its warnings recorded."""
-    with np.errstate(**errors), limited_blas(threads), warnings.catch_warnings(record=True) as caught:
+    (:mod:`cvxdp.run.blas`), with its warnings recorded — one such job at a time in a process."""
+    with _ISOLATION, np.errstate(**errors), limited_blas(threads), \
+            warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = fn(job)
     return result, [(w.category, str(w.message)) for w in caught]
@@ -79,7 +87,8 @@ def _run_isolated(fn: Callable, job, errors: dict, threads: int | None = None
 def _place_isolated(fn: Callable, args: tuple, errors: dict, threads: int | None = None
                     ) -> tuple[object, list[tuple[type, str]]]:
     """``fn(*args)`` in a worker, as :func:`_run_isolated` runs a job."""
-    with np.errstate(**errors), limited_blas(threads), warnings.catch_warnings(record=True) as caught:
+    with _ISOLATION, np.errstate(**errors), limited_blas(threads), \
+            warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = fn(*args)
     return result, [(w.category, str(w.message)) for w in caught]
@@ -126,7 +135,7 @@ class ProcessExecutor(Executor):
             context = multiprocessing.get_context(self.start_method)
             self._pool = concurrent.futures.ProcessPoolExecutor(self.workers, mp_context=context)
         errors = np.geterr()  # a fit runs with numpy's warnings off; so must its workers
-        threads = blas_threads()  # and with BLAS limited (cvxdp.run.blas)
+        threads = fit_limit()  # and with the fit's BLAS limit (cvxdp.run.blas)
         futures = [self._pool.submit(_run_isolated, fn, job, errors, threads) for job in jobs]
         try:
             for future in futures:
@@ -226,14 +235,17 @@ class DaskExecutor(Executor):
         """Futures of ``fn(*args)``, computed and kept on the workers — under this process's numpy error
         settings, with their warnings brought back here (in argument order) once they are made, as
         :meth:`map` does for its jobs: what a fit prints does not depend on where its partitions live."""
-        errors, threads = np.geterr(), blas_threads()
+        errors, threads = np.geterr(), fit_limit()
         made = [self.client.submit(_place_isolated, fn, args, errors, threads, pure=False)
                 for args in arguments]
         handles = [self.client.submit(operator.itemgetter(0), f, pure=False) for f in made]
         notes = [self.client.submit(operator.itemgetter(1), f, pure=False) for f in made]
         del made  # the pairs are dropped on the workers once the handles and notes are taken from them
-        for caught in self.client.gather(notes):
-            for category, message in caught:
+        from distributed import wait
+
+        wait(notes)
+        for note in notes:  # in partition order, as a serial run: the first failure raises, after the
+            for category, message in note.result():  # warnings of the partitions before it
                 warnings.warn(message, category, stacklevel=2)
         return handles
 
@@ -244,7 +256,7 @@ class DaskExecutor(Executor):
                 for item in items]
 
     def map(self, fn: Callable, jobs: Iterable) -> Iterator:
-        errors, threads = np.geterr(), blas_threads()
+        errors, threads = np.geterr(), fit_limit()
         futures = [self.client.submit(_run_isolated, fn, job, errors, threads, pure=False) for job in jobs]
         try:
             for future in futures:

@@ -15,8 +15,8 @@ from cvxdp.run.blas import DEFAULT_THREADS, blas_threads, fit_limit, limited_bla
 from cvxdp.run.executor import ProcessExecutor
 
 
-def _report_threads(job: int) -> int | None:
-    return blas_threads()
+def _report_threads(job: int) -> tuple[int | None, int | None]:
+    return blas_threads(), fit_limit()
 
 
 def test_the_limit_holds_inside_the_block_and_is_restored_after():
@@ -70,5 +70,6 @@ def test_process_workers_run_under_the_drivers_limit():
     another), and outside a fit's limit leaves the worker's own."""
     with ProcessExecutor(workers=2) as pool:
         with limited_blas(1):
-            assert list(pool.map(_report_threads, range(4))) == [1] * 4
-        assert list(pool.map(_report_threads, range(2))) == [blas_threads()] * 2
+            assert list(pool.map(_report_threads, range(4))) == [(1, 1)] * 4
+        # outside a fit's limit nothing is forwarded: the workers' own setting stands
+        assert [limit for _, limit in pool.map(_report_threads, range(2))] == [None, None]

@@ -22,6 +22,7 @@ import pytest
 import cvxdp
 from cvxdp.erm import ERMSettings
 from cvxdp.error import ParameterError
+from cvxdp.run.executor import placed_value
 
 distributed = pytest.importorskip("distributed")
 
@@ -174,7 +175,7 @@ def test_placed_tasks_run_under_the_drivers_error_settings_and_bring_their_warni
         handles = ex.place(_overflow_then_warn, [(1e200,), (2.0,)])
     assert [str(w.message) for w in caught] == ["placed 1e+200", "placed 2"]
     assert all(w.category is UserWarning for w in caught)
-    assert client.gather(handles) == [math.inf, 4.0]
+    assert [placed_value(h) for h in client.gather(handles)] == [math.inf, 4.0]
     with np.errstate(over="raise"), pytest.raises(FloatingPointError):
         ex.place(_overflow_then_warn, [(1e200,)])
 
@@ -203,7 +204,7 @@ def test_isolated_tasks_on_a_worker_with_two_threads_keep_their_own_warnings():
             warnings.simplefilter("always")
             handles = ex.place(_warn_late, [(i,) for i in range(4)])
         assert [str(w.message) for w in caught] == [f"task {i}" for i in range(4)]
-        assert two_threads.gather(handles) == [0, 1, 2, 3]
+        assert [placed_value(h) for h in two_threads.gather(handles)] == [0, 1, 2, 3]
     finally:
         two_threads.close()
         cluster.close()

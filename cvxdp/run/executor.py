@@ -16,7 +16,6 @@ from __future__ import annotations
 import abc
 import concurrent.futures
 import multiprocessing
-import operator
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator
@@ -84,14 +83,34 @@ def _run_isolated(fn: Callable, job, errors: dict, threads: int | None = None
     return result, [(w.category, str(w.message)) for w in caught]
 
 
-def _place_isolated(fn: Callable, args: tuple, errors: dict, threads: int | None = None
-                    ) -> tuple[object, list[tuple[type, str]]]:
-    """``fn(*args)`` in a worker, as :func:`_run_isolated` runs a job."""
+class Placed:
+    """What a task placed on a Dask worker keeps there: its result and the warnings it raised.
+
+    The object is the partition's handle (its future); only ``caught`` travels to the driver, so the
+    result is neither copied nor moved.  :func:`placed_value` unwraps it where a job reads it."""
+
+    __slots__ = ("caught", "value")
+
+    def __init__(self, value: object, caught: list[tuple[type, str]]) -> None:
+        self.value, self.caught = value, caught
+
+
+def placed_value(item: object) -> object:
+    """The result a :class:`Placed` holds, or ``item`` itself."""
+    return item.value if isinstance(item, Placed) else item
+
+
+def _caught(placed: Placed) -> list[tuple[type, str]]:
+    return placed.caught
+
+
+def _place_isolated(fn: Callable, args: tuple, errors: dict, threads: int | None = None) -> Placed:
+    """``fn(*args)`` in a worker, as :func:`_run_isolated` runs a job, kept there with its warnings."""
     with _ISOLATION, np.errstate(**errors), limited_blas(threads), \
             warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = fn(*args)
-    return result, [(w.category, str(w.message)) for w in caught]
+        result = fn(*(placed_value(a) for a in args))
+    return Placed(result, [(w.category, str(w.message)) for w in caught])
 
 
 class SerialExecutor(Executor):
@@ -232,17 +251,18 @@ class DaskExecutor(Executor):
         self.partitions = positive_int("partitions", workers if partitions is None else partitions)
 
     def place(self, fn: Callable, arguments: Iterable[tuple]) -> list:
-        """Futures of ``fn(*args)``, computed and kept on the workers — under this process's numpy error
-        settings, with their warnings brought back here (in argument order) once they are made, as
-        :meth:`map` does for its jobs: what a fit prints does not depend on where its partitions live."""
-        errors, threads = np.geterr(), fit_limit()
-        made = [self.client.submit(_place_isolated, fn, args, errors, threads, pure=False)
-                for args in arguments]
-        handles = [self.client.submit(operator.itemgetter(0), f, pure=False) for f in made]
-        notes = [self.client.submit(operator.itemgetter(1), f, pure=False) for f in made]
-        del made  # the pairs are dropped on the workers once the handles and notes are taken from them
+        """Futures of ``fn(*args)`` (as :class:`Placed`), computed and kept on the workers — under this
+        process's numpy error settings, with their warnings brought back here (in argument order) once
+        they are made, as :meth:`map` does for its jobs: what a fit prints does not depend on where its
+        partitions live."""
         from distributed import wait
 
+        errors, threads = np.geterr(), fit_limit()
+        # the handles are futures of Placed objects (unwrapped where jobs read them): only the warnings
+        # travel, so a partition is neither copied nor moved to take them out
+        handles = [self.client.submit(_place_isolated, fn, args, errors, threads, pure=False)
+                   for args in arguments]
+        notes = [self.client.submit(_caught, h, pure=False) for h in handles]
         wait(notes)
         for note in notes:  # in partition order, as a serial run: the first failure raises, after the
             for category, message in note.result():  # warnings of the partitions before it

@@ -39,6 +39,7 @@ from cvxdp.error import DataError
 from cvxdp.geometry import Ball
 from cvxdp.loss import Examples
 from cvxdp.model import Model
+from cvxdp.run.executor import placed_value
 from cvxdp.run.shuffle import PublicShuffle
 
 
@@ -117,7 +118,7 @@ def partition_batch_size(part: Partition, shuffle: PublicShuffle, low: int, high
 
 def _call(job: tuple) -> object:
     fn, part, args = job
-    return fn(part, *args)
+    return fn(placed_value(part), *args)
 
 
 class Partitions:

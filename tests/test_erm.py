@@ -39,6 +39,21 @@ def _problem(rng, loss="hinge", m=80, d=3, C=1.2, lam=0.1, region="lens", domain
     return RegularizedERM(model, ex, U, C=C, lam=lam, w0=np.full(d, 0.1)), data
 
 
+def kink_model(problem: RegularizedERM, rng: np.random.Generator, radius: float = 10.0, cuts: int = 3,
+               near: float | None = None) -> tuple:
+    """The rows whose kink meets ``B(w, radius)`` for a feasible ``w`` near ``w₀``, and ``cuts`` cuts that
+    leave them out, at random feasible points (within ``near`` of ``w`` when given)."""
+    from cvxdp.erm.problem import evaluate_upper
+
+    w = problem.region.make_feasible(problem.w0[None, :] + 0.05)[0]
+    kinks = problem.kink_rows(w, radius, 10_000)
+    centre = np.zeros(problem.dim) if near is None else w
+    scale = 1.0 if near is None else near
+    points = [problem.region.make_feasible(centre[None, :] + scale * rng.normal(size=(1, problem.dim)))[0]
+              for _ in range(cuts)]
+    return w, kinks, [evaluate_upper(problem, p, 1e-12, kinks.index)[1] for p in points]
+
+
 def reference_minimum(problem: RegularizedERM, data: dict) -> float:
     """min_U (1/m) Σ f_{C,U}(w, z_i) + (λ/2)||w − w₀||² via Lemma 2.6 in CVXPY (tight tolerances)."""
     _model, m, d = problem.model, problem.m, problem.dim

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from test_erm import _problem, reference_minimum
+from test_erm import _problem, kink_model, reference_minimum
 
 import cvxdp.erm.bundle as bundle_module
 from cvxdp.erm import ERMSettings, bundle_master, bundle_method, solve_certified
@@ -118,11 +118,8 @@ def test_kink_model_bound_is_valid_for_any_weights(rng, monkeypatch):
 
     problem, data = _problem(rng, loss="absolute", m=200)
     ref = reference_minimum(problem, data)
-    w = problem.region.make_feasible(problem.w0[None, :] + 0.05)[0]
-    kinks = problem.kink_rows(w, 10.0, 10_000)
+    _, kinks, cuts = kink_model(problem, rng, cuts=4)
     assert kinks.count > 20
-    cuts = [evaluate_upper(problem, problem.region.make_feasible(rng.normal(size=(1, problem.dim)))[0],
-                           1e-12, kinks.index)[1] for _ in range(4)]
     honest = master(problem, cuts, kinks)
     assert honest.lower <= ref + 1e-9
     real_solve = program_module.solve

@@ -7,12 +7,11 @@ import types
 
 import numpy as np
 import pytest
-from test_erm import _problem, reference_minimum
+from test_erm import _problem, kink_model, reference_minimum
 
 import cvxdp.erm.problem as problem_module
 from cvxdp.erm import bundle_master
 from cvxdp.erm.master_dual import _kkt_solver, product_simplex_master
-from cvxdp.erm.problem import evaluate_upper
 from cvxdp.geometry import Ball
 
 
@@ -120,11 +119,8 @@ def test_the_dual_master_agrees_with_the_conic_master(rng, monkeypatch):
     """On a real kink model the dual's certified bound matches the conic solver's (to its tolerance) and
     its proposal is the same point, so the bundle method's route does not change."""
     problem, data = _problem(rng, loss="absolute", m=300, region="W", C=6.0)
-    w = problem.region.make_feasible(problem.w0[None, :] + 0.05)[0]
-    kinks = problem.kink_rows(w, 3.0, 10_000)
+    w, kinks, cuts = kink_model(problem, rng, radius=3.0, cuts=4, near=0.1)
     assert kinks.count > 20
-    cuts = [evaluate_upper(problem, problem.region.make_feasible(w[None, :] + 0.1 * rng.normal(
-        size=(1, problem.dim)))[0], 1e-12, kinks.index)[1] for _ in range(4)]
     calls = []
     real = problem_module.product_simplex_master
 
@@ -175,11 +171,8 @@ def test_a_lying_dual_master_cannot_make_a_false_bound(rng, monkeypatch, garbage
     evaluated and charged by the caller, so garbage weights still give a bound below the true minimum."""
     problem, data = _problem(rng, loss="hinge", m=200, region="W", C=6.0)
     ref = reference_minimum(problem, data)
-    w = problem.region.make_feasible(problem.w0[None, :] + 0.05)[0]
-    kinks = problem.kink_rows(w, 10.0, 10_000)
+    w, kinks, cuts = kink_model(problem, rng)
     assert kinks.count > 20
-    cuts = [evaluate_upper(problem, problem.region.make_feasible(rng.normal(size=(1, problem.dim)))[0],
-                           1e-12, kinks.index)[1] for _ in range(3)]
 
     def lying(problem_, G, B, kink_g, kink_beta, prox):
         shape = (G.shape[0],), kink_beta.shape

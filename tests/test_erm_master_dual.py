@@ -28,7 +28,7 @@ def _instance(rng, k=4, nk=60, J=3, d=5, m=500, lam=0.3, radius=1e3, prox=True):
 def _primal(problem, G, B, kink_g, kink_beta, prox, w):
     """The master program's objective at ``w`` (the maximum of the cuts, the kink rows' maxima, both
     proximal terms)."""
-    value = np.max(G @ w + B) + np.mean(np.max(kink_g @ w + kink_beta, axis=1)) * kink_g.shape[0] / problem.m
+    value = np.max(G @ w + B) + np.sum(np.max(kink_g @ w + kink_beta, axis=1)) / problem.m
     value += 0.5 * problem.lam * np.sum((w - problem.w0) ** 2)
     if prox is not None:
         value += 0.5 * prox[0] * np.sum((w - prox[1]) ** 2)

@@ -27,7 +27,8 @@ Like the conic solver's, the result is a *proposal*: weights and a point.  The c
 weights onto their simplices, evaluates the certified bound they give and charges its rounding
 (:func:`~cvxdp.erm.problem._finish_master`); a poor proposal can only give a weaker bound, never a
 false one.  ``None`` (the conic program then solves the master) when the point is not certainly in
-``U`` or the method does not converge.
+``U``, the method does not converge, or its weights do not close the duality gap in the program's own
+units (:data:`GAP_TOLERANCE`).
 """
 
 from __future__ import annotations

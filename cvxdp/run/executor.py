@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import abc
 import concurrent.futures
+import contextlib
 import multiprocessing
 import threading
 import warnings
@@ -68,17 +69,24 @@ class Executor(abc.ABC):
 
 #: One isolated job at a time per process: the warning filters and the BLAS limit are the process's, not a
 #: thread's, so two jobs overlapping on a worker with several threads would swap their warnings and
-#: limits (found by review).
-_ISOLATION = threading.Lock()
+#: limits (found by review).  Re-entrant, so a job that runs another in its own thread cannot deadlock.
+_ISOLATION = threading.RLock()
+
+
+@contextlib.contextmanager
+def _isolated(errors: dict, threads: int | None) -> Iterator[list]:
+    """The block runs as a worker job does: alone in its process, under the caller's numpy error settings
+    and BLAS thread count (:mod:`cvxdp.run.blas`), its warnings recorded into the list it yields."""
+    with _ISOLATION, np.errstate(**errors), limited_blas(threads), \
+            warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield caught
 
 
 def _run_isolated(fn: Callable, job, errors: dict, threads: int | None = None
                   ) -> tuple[object, list[tuple[type, str]]]:
-    """``fn(job)`` in a worker, under the caller's numpy error settings and BLAS thread count
-    (:mod:`cvxdp.run.blas`), with its warnings recorded — one such job at a time in a process."""
-    with _ISOLATION, np.errstate(**errors), limited_blas(threads), \
-            warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    """``fn(job)`` in a worker, :func:`_isolated`, with its warnings."""
+    with _isolated(errors, threads) as caught:
         result = fn(job)
     return result, [(w.category, str(w.message)) for w in caught]
 
@@ -105,10 +113,8 @@ def _caught(placed: Placed) -> list[tuple[type, str]]:
 
 
 def _place_isolated(fn: Callable, args: tuple, errors: dict, threads: int | None = None) -> Placed:
-    """``fn(*args)`` in a worker, as :func:`_run_isolated` runs a job, kept there with its warnings."""
-    with _ISOLATION, np.errstate(**errors), limited_blas(threads), \
-            warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    """``fn(*args)`` in a worker, :func:`_isolated`, kept there with its warnings."""
+    with _isolated(errors, threads) as caught:
         result = fn(*(placed_value(a) for a in args))
     return Placed(result, [(w.category, str(w.message)) for w in caught])
 

@@ -38,6 +38,9 @@ from cvxdp.structure import (
 
 DataValidator = Callable[[np.ndarray], None]
 _EPS = float(np.finfo(float).eps)
+#: Rows per block where a per-row computation over ``(m, pieces, d)`` arrays is done in blocks
+#: (:func:`_glm_of_pieces`): its temporaries stay this many rows' size; the bits do not depend on it.
+ROW_BLOCK = 8192
 
 
 class Loss:
@@ -253,11 +256,13 @@ class Examples:
         st = self.loss.structure
         if not isinstance(st, PiecewiseLinearStructure):
             raise TypeError("pieces() is only defined for piecewise-linear losses")
-        glm = self._cache.get("glm")
-        if glm is not None and bool(np.all(glm.is_glm)):  # released, or never made: from the form
-            self._cache["pieces"] = glm_pieces(glm)
-        else:
-            self.glm()  # from the recovered pieces; caches both (see set_pieces)
+        if "glm" not in self._cache:
+            self.glm()  # from the recovered pieces; keeps them too unless every example is a GLM
+        if "pieces" not in self._cache:
+            glm = self._cache["glm"]
+            if not bool(np.all(glm.is_glm)):  # a batch with other examples always keeps its pieces
+                raise RuntimeError("a batch with examples that are not generalized linear lost its pieces")
+            self._cache["pieces"] = glm_pieces(glm)  # released, or never kept: read off the form
         return self._cache["pieces"]
 
     def set_pieces(self, A: np.ndarray, b: np.ndarray, changed: np.ndarray | None = None,
@@ -268,9 +273,10 @@ class Examples:
 
         ``canonical`` (the pieces recovered from the expression): the generalized-linear examples' pieces
         are then read off their form (:func:`glm_pieces`), the function every path evaluates, so a
-        released and re-read batch has the same bits.  Otherwise — pieces transformed by a per-row map on
-        a region without the closed form (substituted, scaled, translated) — they are kept as given and
-        the form follows them, as the map made them.
+        released and re-read batch has the same bits (when every example is generalized linear, they are
+        not kept: :meth:`pieces` reads them off the form when asked).  Otherwise — pieces transformed
+        by a per-row map on a region without the closed form (substituted, scaled, translated) — they
+        are kept as given and the form follows them, as the map made them.
         """
         if changed is None or before is None:
             glm = _glm_of_pieces(A, b)
@@ -285,7 +291,12 @@ class Examples:
             flags[rows] = new.is_glm
             glm = GLMRepresentation(a, lab, PiecewiseLinearLink(slopes, inter), flags)
         self._cache["glm"] = glm
-        self._cache["pieces"] = _consistent_pieces(glm, A, b) if canonical else (A, b)
+        if canonical and bool(np.all(glm.is_glm)):
+            # every row's pieces are read off the form: :meth:`pieces` does so when a path asks (the
+            # same bits); until then the batch holds the form only, not J + 1 times the features
+            self._cache.pop("pieces", None)
+        else:
+            self._cache["pieces"] = _consistent_pieces(glm, A, b) if canonical else (A, b)
 
     def set_glm(self, glm: GLMRepresentation, others: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         """Make ``glm`` this batch's generalized-linear form; ``others`` are the pieces of the examples
@@ -426,9 +437,23 @@ def _glm_of_pieces(A: np.ndarray, b: np.ndarray) -> GLMRepresentation:
 
     Norms are taken scaled (``||v|| = s ||v/s||``, ``s = max|v_j|``): squares of coefficients beyond
     ``10¹⁵⁴`` overflow, and an infinite norm made ``â = 0`` — a constant loss passing the parallel test
-    (found when the pieces came to be read off this form)."""
-    m = A.shape[0]
-    rows = np.arange(m)
+    (found when the pieces came to be read off this form).  The rows are taken ``ROW_BLOCK`` at a time:
+    every step is arithmetic within a row, so a row's form has the same bits in any block, and the
+    temporaries (several arrays the size of ``A``) stay a block's size — they set the peak memory of a
+    fit of a million rows."""
+    m, J, d = A.shape
+    ahat, kappa = np.empty((m, d)), np.empty((m, J))
+    parallel = np.empty(m, dtype=bool)
+    for start in range(0, m, ROW_BLOCK):
+        rows = slice(start, min(start + ROW_BLOCK, m))
+        ahat[rows], kappa[rows], parallel[rows] = _glm_block(A[rows])
+    # NaN or an overflowing example fails the test: that example takes the general path
+    return GLMRepresentation(ahat, np.zeros(m), PiecewiseLinearLink(kappa, b), parallel)
+
+
+def _glm_block(A: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(â, κ, parallel)`` of a block of rows' pieces (:func:`_glm_of_pieces`)."""
+    rows = np.arange(A.shape[0])
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         norms = _scaled_norms(A)
         lead = np.argmax(norms, axis=1)
@@ -439,16 +464,18 @@ def _glm_of_pieces(A: np.ndarray, b: np.ndarray) -> GLMRepresentation:
         kappa = np.einsum("imd,id->im", A, ahat)
         resid = A - kappa[:, :, None] * ahat[:, None, :]
         parallel = (_scaled_norms(resid) <= 1e-12 * (1.0 + norms)) & np.isfinite(norms)
-    # NaN or an overflowing example fails the test: that example takes the general path
-    return GLMRepresentation(ahat, np.zeros(m), PiecewiseLinearLink(kappa, b), np.all(parallel, axis=1))
+    return ahat, kappa, np.all(parallel, axis=1)
 
 
 def _consistent_pieces(glm: GLMRepresentation, A: np.ndarray, b: np.ndarray
                        ) -> tuple[np.ndarray, np.ndarray]:
-    """Pieces whose generalized-linear rows are read off ``glm`` and whose other rows are ``(A, b)``."""
+    """Pieces whose generalized-linear rows are read off ``glm`` and whose other rows are ``(A, b)``
+    (the other rows copied into the pieces read off ``glm``, not a third array of that size)."""
     A_glm, b_glm = glm_pieces(glm)
-    keep = np.asarray(glm.is_glm, dtype=bool)
-    return (np.where(keep[:, None, None], A_glm, A), np.where(keep[:, None], b_glm, b))
+    others = np.flatnonzero(~np.asarray(glm.is_glm, dtype=bool))
+    if others.size:
+        A_glm[others], b_glm[others] = A[others], b[others]
+    return A_glm, b_glm
 
 
 def glm_pieces(glm: GLMRepresentation) -> tuple[np.ndarray, np.ndarray]:

@@ -89,6 +89,25 @@ def test_exact_bracket_is_tight_where_float64_is_not(localized):
         assert np.allclose(np.einsum("md,md->m", r.g, W) + r.beta, r.lower, atol=1e-12, rtol=0)
 
 
+@pytest.mark.parametrize("block", [1, 3])
+def test_level_offsets_are_the_same_in_any_row_block(monkeypatch, block):
+    """The offsets are computed ``OFFSET_BLOCK`` rows at a time (a block's query points, minorants and
+    inner points are its own arrays); each row's exact midpoint is the one the whole batch gives, with
+    the rows that need the exact path in different blocks and at a block's edge."""
+    import cvxdp.extension.oracle as oracle_module
+
+    model = _lad()
+    X, Y = _extreme_data()
+    ex = model.bind({"x": X, "y": Y})
+    region = localize(model.domain, np.array([0.5, 0.2, 0.1]), 0.7)
+    ext = cvxdp.LipschitzExtension(model, 2.0, region)
+    whole = ext.level_offsets(ex)
+    assert oracle_module.OFFSET_BLOCK > ex.m and np.any(whole != 0) and np.any(whole == 0)
+    monkeypatch.setattr(oracle_module, "OFFSET_BLOCK", block)
+    blocked = ext.level_offsets(model.bind({"x": X, "y": Y}))
+    assert list(blocked) == list(whole)
+
+
 def test_exact_minorants_stay_below_the_extension_everywhere():
     """``<g, u> + β ≤ f_{C,U}(u) − κ`` at other points ``u``: compared with the exact upper bound there."""
     model = _lad()

@@ -177,6 +177,53 @@ def test_glm_form_is_decided_per_example_and_survives_subsets(rng):
     assert a_ is glm.a and b_ is glm.b and link_ is glm.link and glm[2] is glm.link
 
 
+@pytest.mark.parametrize("block", [1, 5, 64])
+def test_glm_form_has_the_same_bits_in_any_row_block(rng, monkeypatch, block):
+    """The form is built ``ROW_BLOCK`` rows at a time (its temporaries set a fit's peak memory); every
+    row's ``(â, κ, is_glm)`` must be the bits of the whole-batch computation, blocks of one row included,
+    with rows at the scales the scaled norms exist for, non-finite rows and constant rows among them."""
+    import cvxdp.loss as loss_module
+
+    m, J, d = 203, 3, 6
+    x = rng.standard_t(2, size=(m, d)) * 10.0 ** rng.integers(-150, 150, size=(m, 1))
+    A = rng.normal(size=(m, J))[:, :, None] * x[:, None, :]
+    A[::9] += 1e-13 * rng.normal(size=A[::9].shape) * np.abs(A[::9]).max(axis=(1, 2))[:, None, None]
+    A[3], A[5, 0, 0], A[6, 1, 2], A[8], A[10] = 0.0, np.nan, np.inf, rng.normal(size=(J, d)), 1e300
+    b = rng.normal(size=(m, J))
+    whole = loss_module._glm_of_pieces(A, b)  # one block: ROW_BLOCK exceeds m
+    assert loss_module.ROW_BLOCK > m
+    monkeypatch.setattr(loss_module, "ROW_BLOCK", block)
+    blocked = loss_module._glm_of_pieces(A, b)
+    for u, v in [(whole.a, blocked.a), (whole.link.slopes, blocked.link.slopes),
+                 (whole.link.intercepts, blocked.link.intercepts), (whole.is_glm, blocked.is_glm)]:
+        assert np.array_equal(u, v, equal_nan=True)
+    assert not whole.is_glm[8] and not whole.is_glm[6] and whole.is_glm[3]
+
+
+def test_pieces_of_an_all_glm_batch_are_read_off_the_form_when_asked(rng):
+    """A batch whose every example is generalized linear keeps its form only (the pieces would hold
+    ``J + 1`` times the features); asked for, the pieces are the form's, the same bits as a batch with
+    one other example gives for those rows, and a subset's pieces are the subset of the batch's."""
+    w = cp.Variable(4)
+    loss = cvxdp.losses.max_affine(w, 2)
+    m = 9
+    A = rng.normal(size=(m, 2, 1)) * rng.normal(size=(m, 1, 4))
+    b = rng.normal(size=(m, 2))
+    ex = loss.bind({"A": A, "b": b})
+    assert bool(np.all(ex.glm().is_glm)) and "pieces" not in ex._cache
+    P, q = ex.pieces()
+    mixed_A = A.copy()
+    mixed_A[0] = rng.normal(size=(2, 4))  # not generalized linear: the batch keeps pieces
+    mixed = loss.bind({"A": mixed_A, "b": b})
+    assert not mixed.glm().is_glm[0] and "pieces" in mixed._cache
+    Pm, qm = mixed.pieces()
+    assert np.array_equal(P[1:], Pm[1:]) and np.array_equal(q[1:], qm[1:])
+    np.testing.assert_allclose(Pm[0], mixed_A[0], rtol=1e-12)  # its own recovered pieces, not a stand-in
+    idx = np.array([7, 2, 5])
+    fresh = loss.bind({"A": A, "b": b}).subset(idx)
+    assert np.array_equal(fresh.pieces()[0], P[idx]) and np.array_equal(fresh.pieces()[1], q[idx])
+
+
 @pytest.mark.parametrize("make, error", [
     (lambda w, x, y: -cp.abs(x @ w), NonConvexLossError),
     (lambda w, x, y: cp.sqrt(cp.abs(x @ w) + 1), NonConvexLossError),

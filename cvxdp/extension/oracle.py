@@ -57,6 +57,9 @@ from cvxdp.structure import GenericStructure
 logger = logging.getLogger(__name__)
 
 METHODS = ("closed-form", "conic", "conic-dual", "exact")
+#: Rows per block of :meth:`LipschitzExtension.level_offsets` (its temporaries are several arrays of
+#: a block's rows by ``d``; the offsets do not depend on it).
+OFFSET_BLOCK = 16384
 
 
 @dataclass(frozen=True)
@@ -290,13 +293,18 @@ class LipschitzExtension:
         c = self.region.make_feasible(self.region.interior_point()) if point is None else point
         tol = 2.0**-40 * (1.0 + self.C * self.region.diameter)
         a, b, link = glm
-        W = np.broadcast_to(np.asarray(c, float), (m, self.model.dim)).copy()
-        r = evaluate_on_balls(W, a, b, link, self.C, self.region, self.settings.iterations)
-        # generalized-linear examples only (the conic path of the others applies no offset)
-        rows = np.nonzero(glm.is_glm & ~(r.upper - r.lower <= tol))[0]
-        if rows.size:
-            out[rows] = exact_levels(W, a, b, link, self.C, self.region, rows, tol,
-                                     self.settings.iterations, r)
+        # in blocks of rows: the brackets are computed row by row (the same bits in any block), and a
+        # block's query points, minorants and inner points are arrays of its size, not m's
+        for start in range(0, m, OFFSET_BLOCK):
+            block = np.arange(start, min(start + OFFSET_BLOCK, m))
+            W = np.broadcast_to(np.asarray(c, float), (block.size, self.model.dim)).copy()
+            lk = link.subset(block)
+            r = evaluate_on_balls(W, a[block], b[block], lk, self.C, self.region, self.settings.iterations)
+            # generalized-linear examples only (the conic path of the others applies no offset)
+            rows = np.nonzero(glm.is_glm[block] & ~(r.upper - r.lower <= tol))[0]
+            if rows.size:
+                out[block[rows]] = exact_levels(W, a[block], b[block], lk, self.C, self.region, rows, tol,
+                                                self.settings.iterations, r)
         return out
 
     def _conic(self, W: np.ndarray, examples: Examples, todo: np.ndarray, res: BracketResult,

@@ -57,6 +57,20 @@ def test_a_fit_runs_with_the_settings_blas_threads(monkeypatch, setting, expecte
     assert blas_threads() == before and fit_limit() is None
 
 
+@pytest.mark.parametrize("setting", [None, 1])
+def test_solve_certified_called_outside_a_fit_keeps_the_settings_limit(monkeypatch, setting):
+    """The ERM solver, called on its own (as notebook 03 does), runs under ``blas_threads`` too."""
+    import cvxdp.erm.solver as solver_module
+
+    seen = []
+    monkeypatch.setattr(solver_module, "_solve_certified",
+                        lambda problem, alpha, settings: seen.append((blas_threads(), fit_limit())))
+    before = blas_threads()
+    solver_module.solve_certified(None, 1e-6, cvxdp.ERMSettings(blas_threads=setting))
+    assert seen == [(before, None) if setting is None else (1, 1)]
+    assert blas_threads() == before and fit_limit() is None
+
+
 @pytest.mark.parametrize("bad", [0, -1, 1.5, "2"])
 def test_blas_threads_is_validated(bad):
     with pytest.raises(ParameterError, match="blas_threads"):

@@ -66,7 +66,7 @@ from cvxdp.erm.problem import ERMCertificate, RegularizedERM, bundle_lower_bound
 from cvxdp.erm.translation import TranslatedERM
 from cvxdp.error import CertificationError, ParameterError, SolverError
 from cvxdp.geometry import Ball, Lens
-from cvxdp.run.blas import DEFAULT_THREADS
+from cvxdp.run.blas import DEFAULT_THREADS, limited_blas
 from cvxdp.structure import PiecewiseLinearStructure, SmoothGLMStructure
 
 logger = logging.getLogger(__name__)
@@ -227,8 +227,17 @@ def solve_certified(problem: RegularizedERM, alpha: float, settings: ERMSettings
     A :class:`~cvxdp.erm.translation.TranslatedERM` (a set far from the origin) is solved in its
     translated coordinates to the smaller accuracy that leaves room for the return's rounding
     (:func:`~cvxdp.erm.translation.translated_accuracy`), and its point is returned in the caller's.
+
+    BLAS runs with ``settings.blas_threads`` threads meanwhile, as in a fit (:mod:`cvxdp.run.blas`),
+    also when this is called outside one.
     """
     settings = settings or ERMSettings()
+    with limited_blas(settings.blas_threads):
+        return _solve_certified(problem, alpha, settings)
+
+
+def _solve_certified(problem: RegularizedERM, alpha: float, settings: ERMSettings
+                     ) -> tuple[np.ndarray, ERMCertificate]:
     alpha = positive_finite("alpha", alpha)
     if settings.method == "auto":
         settings = replace(settings, method=default_method(problem))

@@ -254,3 +254,39 @@ def test_a_partitioned_subsample_is_every_eighth_row_of_each_partition(count):
         (up_p, cut_p), (up_s, cut_s) = sub.upper_and_cut(point, 1e-10), serial.upper_and_cut(point, 1e-10)
         assert abs(up_p - up_s) <= 1e-9 * (1.0 + abs(up_s))
         np.testing.assert_allclose(cut_p.g, cut_s.g, rtol=1e-9, atol=1e-12)
+
+
+def test_sorting_holds_no_unsorted_partition_once_its_sorted_copy_is_made():
+    """``Partitions.sort_by`` hands each unsorted partition to its sorting task and keeps no other
+    reference, so an executor frees it as soon as its sorted copy exists (on a cluster worker holding
+    many partitions, all the unsorted forms alive until the end set the peak memory).  The rows and
+    their order are unchanged."""
+    import gc
+    import weakref
+
+    from cvxdp.run.executor import placed_value
+
+    seen: list[list[bool]] = []
+
+    class Watching(PartitionedExecutor):
+        def place(self, fn, arguments):
+            out, refs = [], []
+            for args in arguments:
+                refs.append(weakref.ref(placed_value(args[0])))
+                out.append(fn(*args))
+                del args
+                gc.collect()
+                seen.append([r() is not None for r in refs])
+            return out
+
+    model, data = _lad(1000, seed=4)
+    parts = Partitions.from_data(model, data, Watching(3))
+    shuffle = PublicShuffle.draw(SeededRandom(5), 1000)
+    seen.clear()  # binding placed partitions too
+    parts.sort_by(shuffle)
+    assert seen == [[False], [False, False], [False, False, False]]
+    for handle in parts.handles:  # each partition's own rows, in the order of their shuffled positions
+        rows = np.arange(handle.start, handle.start + handle.m)
+        rows = rows[np.argsort(shuffle.positions(rows), kind="stable")]
+        assert np.array_equal(handle.examples.arrays[handle.model.loss.placeholders["y"]], data["y"][rows])
+    assert sum(h.m for h in parts.handles) == 1000

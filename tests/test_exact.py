@@ -96,25 +96,26 @@ def test_level_offsets_are_the_same_in_any_row_block(monkeypatch, block):
     the rows that need the exact path in different blocks and at a block's edge."""
     import cvxdp.extension.oracle as oracle_module
 
-    model = _lad()
-    X, Y = _extreme_data()
-    ex = model.bind({"x": X, "y": Y})
-    region = localize(model.domain, np.array([0.5, 0.2, 0.1]), 0.7)
-    ext = cvxdp.LipschitzExtension(model, 2.0, region)
+    model, ex, _, ext = _localized_extreme()
     whole = ext.level_offsets(ex)
     assert oracle_module.OFFSET_BLOCK > ex.m and np.any(whole != 0) and np.any(whole == 0)
     monkeypatch.setattr(oracle_module, "OFFSET_BLOCK", block)
-    blocked = ext.level_offsets(model.bind({"x": X, "y": Y}))
+    X, Y = _extreme_data()
+    blocked = ext.level_offsets(model.bind({"x": X, "y": Y}))  # a fresh batch: no form or cache reused
     assert list(blocked) == list(whole)
+
+
+def _localized_extreme():
+    """The extreme rows bound to LAD, a localized ball and the extension with ``C = 2`` on it."""
+    model = _lad()
+    X, Y = _extreme_data()
+    region = localize(model.domain, np.array([0.5, 0.2, 0.1]), 0.7)
+    return model, model.bind({"x": X, "y": Y}), region, cvxdp.LipschitzExtension(model, 2.0, region)
 
 
 def test_exact_minorants_stay_below_the_extension_everywhere():
     """``<g, u> + β ≤ f_{C,U}(u) − κ`` at other points ``u``: compared with the exact upper bound there."""
-    model = _lad()
-    X, Y = _extreme_data()
-    ex = model.bind({"x": X, "y": Y})
-    region = localize(model.domain, np.array([0.5, 0.2, 0.1]), 0.7)
-    ext = cvxdp.LipschitzExtension(model, 2.0, region)
+    _, ex, region, ext = _localized_extreme()
     offsets = ext.level_offsets(ex)
     rng = np.random.default_rng(1)
     w = region.make_feasible(np.array([0.3, -0.2, 0.4]))

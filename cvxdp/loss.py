@@ -40,7 +40,7 @@ DataValidator = Callable[[np.ndarray], None]
 _EPS = float(np.finfo(float).eps)
 #: Rows per block where a per-row computation over ``(m, pieces, d)`` arrays is done in blocks
 #: (:func:`_glm_of_pieces`): its temporaries stay this many rows' size; the bits do not depend on it.
-ROW_BLOCK = 8192
+FORM_BLOCK = 8192
 
 
 class Loss:
@@ -437,15 +437,15 @@ def _glm_of_pieces(A: np.ndarray, b: np.ndarray) -> GLMRepresentation:
 
     Norms are taken scaled (``||v|| = s ||v/s||``, ``s = max|v_j|``): squares of coefficients beyond
     ``10¹⁵⁴`` overflow, and an infinite norm made ``â = 0`` — a constant loss passing the parallel test
-    (found when the pieces came to be read off this form).  The rows are taken ``ROW_BLOCK`` at a time:
+    (found when the pieces came to be read off this form).  The rows are taken ``FORM_BLOCK`` at a time:
     every step is arithmetic within a row, so a row's form has the same bits in any block, and the
     temporaries (several arrays the size of ``A``) stay a block's size — they set the peak memory of a
     fit of a million rows."""
     m, J, d = A.shape
     ahat, kappa = np.empty((m, d)), np.empty((m, J))
     parallel = np.empty(m, dtype=bool)
-    for start in range(0, m, ROW_BLOCK):
-        rows = slice(start, min(start + ROW_BLOCK, m))
+    for start in range(0, m, FORM_BLOCK):
+        rows = slice(start, min(start + FORM_BLOCK, m))
         ahat[rows], kappa[rows], parallel[rows] = _glm_block(A[rows])
     # NaN or an overflowing example fails the test: that example takes the general path
     return GLMRepresentation(ahat, np.zeros(m), PiecewiseLinearLink(kappa, b), parallel)

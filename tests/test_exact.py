@@ -105,6 +105,18 @@ def test_level_offsets_are_the_same_in_any_row_block(monkeypatch, block):
     assert list(blocked) == list(whole)
 
 
+def test_level_offsets_take_one_point_for_every_row():
+    """The offsets are taken at one public point (the blocks broadcast it): a point per row is refused
+    by its shape, not half-used (found by review: it broke once m exceeded a block)."""
+    from cvxdp.error import ParameterError
+
+    _, ex, region, ext = _localized_extreme()
+    point = region.make_feasible(np.array([0.4, 0.2, 0.1]))
+    assert list(ext.level_offsets(ex, point)) == list(ext.level_offsets(ex, list(point)))
+    with pytest.raises(ParameterError, match="one point of shape"):
+        ext.level_offsets(ex, np.broadcast_to(point, (ex.m, 3)))
+
+
 def _localized_extreme():
     """The extreme rows bound to LAD, a localized ball and the extension with ``C = 2`` on it."""
     model = _lad()

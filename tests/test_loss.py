@@ -179,7 +179,7 @@ def test_glm_form_is_decided_per_example_and_survives_subsets(rng):
 
 @pytest.mark.parametrize("block", [1, 5, 64])
 def test_glm_form_has_the_same_bits_in_any_row_block(rng, monkeypatch, block):
-    """The form is built ``ROW_BLOCK`` rows at a time (its temporaries set a fit's peak memory); every
+    """The form is built ``FORM_BLOCK`` rows at a time (its temporaries set a fit's peak memory); every
     row's ``(â, κ, is_glm)`` must be the bits of the whole-batch computation, blocks of one row included,
     with rows at the scales the scaled norms exist for, non-finite rows and constant rows among them."""
     import cvxdp.loss as loss_module
@@ -190,9 +190,9 @@ def test_glm_form_has_the_same_bits_in_any_row_block(rng, monkeypatch, block):
     A[::9] += 1e-13 * rng.normal(size=A[::9].shape) * np.abs(A[::9]).max(axis=(1, 2))[:, None, None]
     A[3], A[5, 0, 0], A[6, 1, 2], A[8], A[10] = 0.0, np.nan, np.inf, rng.normal(size=(J, d)), 1e300
     b = rng.normal(size=(m, J))
-    whole = loss_module._glm_of_pieces(A, b)  # one block: ROW_BLOCK exceeds m
-    assert loss_module.ROW_BLOCK > m
-    monkeypatch.setattr(loss_module, "ROW_BLOCK", block)
+    whole = loss_module._glm_of_pieces(A, b)  # one block: FORM_BLOCK exceeds m
+    assert loss_module.FORM_BLOCK > m
+    monkeypatch.setattr(loss_module, "FORM_BLOCK", block)
     blocked = loss_module._glm_of_pieces(A, b)
     for u, v in [(whole.a, blocked.a), (whole.link.slopes, blocked.link.slopes),
                  (whole.link.intercepts, blocked.link.intercepts), (whole.is_glm, blocked.is_glm)]:

@@ -291,13 +291,17 @@ class LipschitzExtension:
                 or not isinstance(self.region, Ball | Lens)):
             return out
         c = self.region.make_feasible(self.region.interior_point()) if point is None else point
+        c = np.asarray(c, float)
+        if c.shape != (self.model.dim,):  # one public point for every row (the blocks broadcast it)
+            raise ParameterError(f"point must be one point of shape ({self.model.dim},), got shape "
+                                 f"{c.shape}.")
         tol = 2.0**-40 * (1.0 + self.C * self.region.diameter)
         a, b, link = glm
         # in blocks of rows: the brackets are computed row by row (the same bits in any block), and a
         # block's query points, minorants and inner points are arrays of its size, not m's
         for start in range(0, m, OFFSET_BLOCK):
             block = np.arange(start, min(start + OFFSET_BLOCK, m))
-            W = np.broadcast_to(np.asarray(c, float), (block.size, self.model.dim)).copy()
+            W = np.broadcast_to(c, (block.size, self.model.dim)).copy()
             lk = link.subset(block)
             r = evaluate_on_balls(W, a[block], b[block], lk, self.C, self.region, self.settings.iterations)
             # generalized-linear examples only (the conic path of the others applies no offset)

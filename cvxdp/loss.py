@@ -447,7 +447,6 @@ def _glm_of_pieces(A: np.ndarray, b: np.ndarray) -> GLMRepresentation:
     for start in range(0, m, FORM_BLOCK):
         rows = slice(start, min(start + FORM_BLOCK, m))
         ahat[rows], kappa[rows], parallel[rows] = _glm_block(A[rows])
-    # NaN or an overflowing example fails the test: that example takes the general path
     return GLMRepresentation(ahat, np.zeros(m), PiecewiseLinearLink(kappa, b), parallel)
 
 
@@ -463,6 +462,8 @@ def _glm_block(A: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         ahat[nrm == 0, 0] = 1.0
         kappa = np.einsum("imd,id->im", A, ahat)
         resid = A - kappa[:, :, None] * ahat[:, None, :]
+        # an overflowing example (an infinite norm) fails the test and takes the general path; a NaN
+        # coefficient, which validated data cannot produce, is scaled to a norm of 0 and does not
         parallel = (_scaled_norms(resid) <= 1e-12 * (1.0 + norms)) & np.isfinite(norms)
     return ahat, kappa, np.all(parallel, axis=1)
 

@@ -259,8 +259,8 @@ def test_a_partitioned_subsample_is_every_eighth_row_of_each_partition(count):
 def test_sorting_holds_no_unsorted_partition_once_its_sorted_copy_is_made():
     """``Partitions.sort_by`` hands each unsorted partition to its sorting task and keeps no other
     reference, so an executor frees it as soon as its sorted copy exists (on a cluster worker holding
-    many partitions, all the unsorted forms alive until the end set the peak memory).  The rows and
-    their order are unchanged."""
+    many partitions, all the unsorted forms alive until the end set the peak memory).  Each partition
+    keeps its own rows, in the order of their shuffled positions."""
     import gc
     import weakref
 

@@ -300,15 +300,15 @@ class LipschitzExtension:
         # in blocks of rows: the brackets are computed row by row (the same bits in any block), and a
         # block's query points, minorants and inner points are arrays of its size, not m's
         for start in range(0, m, OFFSET_BLOCK):
-            block = np.arange(start, min(start + OFFSET_BLOCK, m))
-            W = np.broadcast_to(c, (block.size, self.model.dim)).copy()
-            lk = link.subset(block)
-            r = evaluate_on_balls(W, a[block], b[block], lk, self.C, self.region, self.settings.iterations)
+            stop = min(start + OFFSET_BLOCK, m)
+            ab, bb, lk = a[start:stop], b[start:stop], link.subset(np.arange(start, stop))  # views, links
+            W = np.broadcast_to(c, (stop - start, self.model.dim)).copy()
+            r = evaluate_on_balls(W, ab, bb, lk, self.C, self.region, self.settings.iterations)
             # generalized-linear examples only (the conic path of the others applies no offset)
-            rows = np.nonzero(glm.is_glm[block] & ~(r.upper - r.lower <= tol))[0]
+            rows = np.nonzero(glm.is_glm[start:stop] & ~(r.upper - r.lower <= tol))[0]
             if rows.size:
-                out[block[rows]] = exact_levels(W, a[block], b[block], lk, self.C, self.region, rows, tol,
-                                                self.settings.iterations, r)
+                out[start + rows] = exact_levels(W, ab, bb, lk, self.C, self.region, rows, tol,
+                                                 self.settings.iterations, r)
         return out
 
     def _conic(self, W: np.ndarray, examples: Examples, todo: np.ndarray, res: BracketResult,

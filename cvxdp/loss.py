@@ -462,10 +462,12 @@ def _glm_block(A: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         ahat[nrm == 0, 0] = 1.0
         kappa = np.einsum("imd,id->im", A, ahat)
         resid = A - kappa[:, :, None] * ahat[:, None, :]
-        # an overflowing example (an infinite norm) fails the test and takes the general path; a NaN
-        # coefficient, which validated data cannot produce, is scaled to a norm of 0 and does not
+        # an example with a coefficient that is not finite fails the test and takes the general path
+        # (which fails closed on it): an overflowing one has an infinite norm, and a NaN one — which
+        # validated data cannot produce — would otherwise be scaled to a norm of 0 and pass
         parallel = (_scaled_norms(resid) <= 1e-12 * (1.0 + norms)) & np.isfinite(norms)
-    return ahat, kappa, np.all(parallel, axis=1)
+        finite = np.all(np.isfinite(A), axis=(1, 2))
+    return ahat, kappa, np.all(parallel, axis=1) & finite
 
 
 def _consistent_pieces(glm: GLMRepresentation, A: np.ndarray, b: np.ndarray

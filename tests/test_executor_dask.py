@@ -213,3 +213,50 @@ def test_isolated_tasks_on_a_worker_with_two_threads_keep_their_own_warnings():
 def test_dask_executor_refuses_what_is_not_a_client():
     with pytest.raises(ParameterError, match=r"distributed\.Client"):
         cvxdp.DaskExecutor("tcp://127.0.0.1:8786")
+
+
+def test_sorting_on_the_cluster_releases_each_unsorted_partition(client):
+    """``Partitions.sort_by`` on a real cluster: no worker keeps an unsorted partition once its sorted copy
+    is made — already while the sort is still running (the driver keeps no future of it beyond the task
+    it was handed to; the scheduler keeps only its record, for lineage), not only after it returns: on a
+    worker holding many partitions, the unsorted forms alive until the last sort set the peak memory.
+    The sorted partitions hold every row."""
+    import time
+
+    from cvxdp.privacy.random import SeededRandom
+    from cvxdp.run.partitions import Partitions
+    from cvxdp.run.shuffle import PublicShuffle
+
+    def in_memory(keys, dask_scheduler=None):  # the keys whose results some worker keeps
+        return sorted(k for k in keys if k in dask_scheduler.tasks and dask_scheduler.tasks[k].who_has)
+
+    def kept_after(keys, seconds=30.0):  # the scheduler releases keys asynchronously
+        deadline = time.monotonic() + seconds
+        while client.run_on_scheduler(in_memory, keys) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return client.run_on_scheduler(in_memory, keys)
+
+    during: list[list] = []
+
+    class Watching(cvxdp.DaskExecutor):
+        def place(self, fn, arguments):
+            keys = []
+
+            def noted(arguments=arguments):
+                for args in arguments:
+                    if hasattr(args[0], "key"):  # its key only: no future of the partition kept here
+                        keys.append(args[0].key)
+                    yield args
+
+            handles = super().place(fn, noted())
+            if fn.__name__ == "partition_sorted":  # the sorted copies exist; sort_by has not returned
+                during.append(kept_after(keys))
+            return handles
+
+    model, data = _lad(1200, seed=5)
+    parts = Partitions.from_data(model, data, Watching(client, partitions=4))
+    unsorted = [h.key for h in parts.handles]
+    assert len(unsorted) == 4 and client.run_on_scheduler(in_memory, unsorted) == sorted(unsorted)
+    parts.sort_by(PublicShuffle.draw(SeededRandom(5), 1200))
+    assert during == [[]]
+    assert sum(parts.map(lambda part: part.m)) == 1200

@@ -1271,7 +1271,36 @@ def _register() -> dict[str, Scenario]:
             _corner_pair, solve_fit(_lad_two_faces_model, algorithm=algorithm, epsilon=1.0, moment_k=4.0,
                                     G_k=3.0),
             full_runs=full, coupled_runs=1))
+    # a generic conic loss (no generalized-linear structure is recognized in a sum of atoms): its
+    # per-example conic brackets miss their share of α for an ordinary record (found by review,
+    # 2026-12-02) -- a refusal one record decides, measured, not fixed (SECURITY.md)
+    out.append(Scenario(
+        "generic-huber-plus-abs-ordinary-record/output-perturbation",
+        "huber(r) + |r| (a generic conic loss) on a ball, n=40 rows of scale 1e-3, one replaced by the "
+        "ordinary record x=(1, -0.5), y=0.4, G_k=3",
+        _small_scale_pair, solve_fit(_generic_huber_abs_model, algorithm="output-perturbation",
+                                     epsilon=1.0, moment_k=4.0, G_k=3.0),
+        full_runs=20, coupled_runs=1, same_tail=False, known_limitation=True))
     return {sc.name: sc for sc in out}
+
+
+def _generic_huber_abs_model() -> Model:
+    from cvxdp.loss import Loss
+
+    w = cp.Variable(2)
+    x, y = cp.Parameter(2, name="x"), cp.Parameter(name="y")
+    r = x @ w - y
+    return Model(Loss(cp.huber(r, 1.0) + cp.abs(r), w, data=[x, y]), [cp.norm(w, 2) <= 1.0])
+
+
+def _small_scale_pair() -> tuple[dict, dict]:
+    """40 rows of scale 1e-3 on a line, and the same with the last row an ordinary one."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2)) * 1e-3
+    y = X @ np.array([0.3, -0.2])
+    X1, y1 = X.copy(), y.copy()
+    X1[-1], y1[-1] = [1.0, -0.5], 0.4
+    return {"x": X, "y": y}, {"x": X1, "y": y1}
 
 
 SCENARIOS: dict[str, Scenario] = _register()

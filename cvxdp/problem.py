@@ -22,6 +22,7 @@ ledger is checked against ``ε`` before each release and again at the end.
 from __future__ import annotations
 
 import functools
+import logging
 import time
 import warnings
 from collections.abc import Mapping
@@ -288,6 +289,7 @@ class PrivateProblem:
             raise ParameterError("diagnostics and progress must be True or False.")
         diagnostics = bool(diagnostics)
         erm = solver_settings(erm, solver, verbose)
+        warn_if_debug_log()
         inputs = self._inputs(epsilon=epsilon, moment_k=moment_k, G_k=G_k, G_2=G_2, algorithm=algorithm,
                               profile=profile, delta=delta, localize=localize, tail_share=tail_share,
                               tail_range=tail_range, lambda_scale=lambda_scale, lambda_growth=lambda_growth,
@@ -352,6 +354,18 @@ class PrivateProblem:
             )
         LipschitzExtension(self.model, 1.0)  # refuses uncertifiable losses before any work
         return inputs
+
+
+def warn_if_debug_log(stacklevel: int = 3) -> None:
+    """A :class:`~cvxdp.error.PrivacyLeakWarning` when cvxdp's loggers would record DEBUG messages (a
+    logging configuration: public).  Those messages — certified gaps, solver steps, counts of brackets
+    above their share of α, one block per trial of a private selection — depend on the data: a
+    diagnostic like ``diagnostics=True``, not covered by the guarantee."""
+    if logging.getLogger("cvxdp").isEnabledFor(logging.DEBUG):
+        warnings.warn("cvxdp's DEBUG log is on: its messages (certified gaps, solver steps, bracket counts, "
+                      "and one block per trial of a private selection) depend on the data: a diagnostic, "
+                      "not covered by the privacy guarantee; do not publish it (set the 'cvxdp' logger "
+                      "to INFO or above to turn it off).", PrivacyLeakWarning, stacklevel=stacklevel)
 
 
 def solver_settings(erm: ERMSettings | None, solver: str | None, verbose: bool) -> ERMSettings | None:

@@ -53,6 +53,7 @@ from cvxdp._validation import finite_array, positive_finite, privacy_epsilon
 from cvxdp.error import ParameterError
 from cvxdp.model import Model
 from cvxdp.numerics import EPS
+from cvxdp.plan import clear_plan_caches
 from cvxdp.privacy.ledger import PrivacyLedger, budget_remainder, equal_share
 from cvxdp.privacy.mechanisms import L2LaplaceMechanism
 from cvxdp.privacy.random import NoiseSource, noise_source
@@ -232,7 +233,7 @@ def private_selection(model: Model, data: Mapping, *, epsilon: float, candidates
     """
     from cvxdp.baselines import clipped_output_perturbation
     from cvxdp.baselines.tuning import output_perturbation_rule
-    from cvxdp.problem import PrivateProblem
+    from cvxdp.problem import PrivateProblem, warn_if_debug_log
 
     if score_C is None:
         score_C = G_2 if G_2 is not None else (G_k if isinstance(G_k, int | float) else None)
@@ -278,20 +279,26 @@ def private_selection(model: Model, data: Mapping, *, epsilon: float, candidates
 
     best: tuple[float, np.ndarray, Candidate, object] | None = None
     num, den = plan.stop_probability.numerator, plan.stop_probability.denominator
-    while True:
-        fit_source, score_source = source.spawn(2)
-        # nothing of a trial but the chosen one may be observed (the theorem's premise): its warnings,
-        # and their count, which is the number of trials, are kept in; so are float exceptions a
-        # user's np.seterr(all="raise") would turn into a one-sided error (found by review)
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            w, cand, res = trial(fit_source)
-            gain = clipped_gain(model, examples, w, plan.reference, plan.score_bound, reference_values)
-            score = -float(mech.release(np.array([gain]), score_source, box)[0])
-        if best is None or score > best[0]:
-            best = (score, w, cand, res)
-        if source.bernoulli(num, den):
-            break
+    warn_if_debug_log()
+    try:
+        while True:
+            fit_source, score_source = source.spawn(2)
+            # nothing of a trial but the chosen one may be observed (the theorem's premise): its warnings,
+            # and their count, which is the number of trials, are kept in; so are float exceptions a
+            # user's np.seterr(all="raise") would turn into a one-sided error (found by review)
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                w, cand, res = trial(fit_source)
+                gain = clipped_gain(model, examples, w, plan.reference, plan.score_bound, reference_values)
+                score = -float(mech.release(np.array([gain]), score_source, box)[0])
+            if best is None or score > best[0]:
+                best = (score, w, cand, res)
+            if source.bernoulli(num, den):
+                break
+    finally:
+        # the planner's caches are keyed on moment bounds: an unchosen trial's private estimate of G_k,
+        # and the count of such entries, must not stay in this process (found by review)
+        clear_plan_caches()
     ledger.verify()
     score, w, cand, res = best
     return SelectionResult(w=np.asarray(w, float), candidate=cand, score=score, ledger=ledger, plan=plan,

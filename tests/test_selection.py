@@ -131,6 +131,47 @@ def test_trial_warnings_do_not_escape():
     assert not [w for w in caught if issubclass(w.category, UtilityWarning)]
 
 
+def test_no_unchosen_trial_stays_in_the_planners_caches():
+    """The planner caches moment curves and schedules by their moment bound; with ``G_k="auto"`` that is
+    each trial's private estimate, so the unchosen trials' estimates (and their count, the number of
+    trials) stayed readable in this process after the selection (found by review).  It leaves none."""
+    from cvxdp.plan.schedule import _cached_schedule
+    from cvxdp.plan.tail_models import moment_tail
+
+    model, data = _lad(), _data(300)
+    cands = [Candidate("auto", options={"G_k": "auto", "algorithm": "output-perturbation"}), PRIORS[0]]
+    for seed in range(3):
+        moment_tail(4.0, 123.0)  # an entry from before, public
+        private_selection(model, data, epsilon=3.0, candidates=cands, score_C=3.0,
+                          stop_probability=Fraction(1, 8), random_state=seed)
+        assert moment_tail.cache_info().currsize == 0
+        assert _cached_schedule.cache_info().currsize == 0
+
+
+def test_the_debug_log_is_a_diagnostic_and_says_so(caplog):
+    """cvxdp's DEBUG messages depend on the data (certified gaps, one block per trial of a selection): a
+    fit or a selection warns when they are on, and is silent about it when they are off (the default)."""
+    import logging
+
+    from cvxdp.error import PrivacyLeakWarning
+
+    model, data = _lad(), _data(100)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        private_selection(model, data, epsilon=1.0, candidates=PRIORS, score_C=1.0, random_state=None)
+        cvxdp.PrivateProblem(model).solve(data, epsilon=1.0, moment_k=4.0, G_k=2.0, random_state=None,
+                                          algorithm="output-perturbation")
+    assert not [w for w in caught if "DEBUG log" in str(w.message)]
+    with caplog.at_level(logging.DEBUG, logger="cvxdp"), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        private_selection(model, data, epsilon=1.0, candidates=PRIORS, score_C=1.0, random_state=None)
+        cvxdp.PrivateProblem(model).solve(data, epsilon=1.0, moment_k=4.0, G_k=2.0, random_state=None,
+                                          algorithm="output-perturbation")
+    leaks = [w for w in caught
+             if issubclass(w.category, PrivacyLeakWarning) and "DEBUG log" in str(w.message)]
+    assert len(leaks) == 2  # one per call: a selection's trials warn inside it, where nothing escapes
+
+
 def test_fits_and_the_baseline_run_as_candidates():
     model = _lad()
     data = _data(600)

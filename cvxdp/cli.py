@@ -70,7 +70,9 @@ def demo(argv: list[str] | None = None) -> int:
           f"noise {'seeded (NOT private)' if args.noise_seed is not None else 'CSPRNG'}\n")
     t0 = time.perf_counter()
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PrivacyLeakWarning)  # announced above
+        # seeded noise is announced above; every other PrivacyLeakWarning (ε > 100, a DEBUG log) is shown
+        warnings.filterwarnings("ignore", message="this noise source is not cryptographically secure",
+                                category=PrivacyLeakWarning)
         result = PrivateProblem(model).solve(
             train, epsilon=args.epsilon, moment_k=k, G_k=G_k, algorithm=args.algorithm,
             profile=args.profile, random_state=args.noise_seed, progress=not args.no_progress,

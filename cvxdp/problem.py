@@ -356,15 +356,22 @@ class PrivateProblem:
         return inputs
 
 
+def debug_log_enabled() -> bool:
+    """Whether any of cvxdp's loggers (``cvxdp`` or a module's, ``cvxdp.*``, each with its own level) would
+    record a DEBUG message."""
+    names = ["cvxdp", *(n for n in list(logging.Logger.manager.loggerDict) if n.startswith("cvxdp."))]
+    return any(logging.getLogger(name).isEnabledFor(logging.DEBUG) for name in names)
+
+
 def warn_if_debug_log(stacklevel: int = 3) -> None:
     """A :class:`~cvxdp.error.PrivacyLeakWarning` when cvxdp's loggers would record DEBUG messages (a
     logging configuration: public).  Those messages — certified gaps, solver steps, counts of brackets
     above their share of α, one block per trial of a private selection — depend on the data: a
     diagnostic like ``diagnostics=True``, not covered by the guarantee."""
-    if logging.getLogger("cvxdp").isEnabledFor(logging.DEBUG):
+    if debug_log_enabled():
         warnings.warn("cvxdp's DEBUG log is on: its messages (certified gaps, solver steps, bracket counts, "
                       "and one block per trial of a private selection) depend on the data: a diagnostic, "
-                      "not covered by the privacy guarantee; do not publish it (set the 'cvxdp' logger "
+                      "not covered by the privacy guarantee; do not publish it (set the 'cvxdp' loggers "
                       "to INFO or above to turn it off).", PrivacyLeakWarning, stacklevel=stacklevel)
 
 

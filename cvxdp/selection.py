@@ -41,9 +41,11 @@ default of any fit (``benchmarks/bench_selection.py`` measures it).
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -220,6 +222,19 @@ class SelectionResult:
     result: object = None
 
 
+@contextlib.contextmanager
+def _no_logging() -> Iterator[None]:
+    """No log record of any library during a trial: like its warnings, a trial's log lines (cvxdp's DEBUG
+    diagnostics, a solver's messages) and their count, the number of trials, must stay unobserved
+    (found by review).  Process-wide, as the warning filters are, and restored after."""
+    before = logging.root.manager.disable
+    logging.disable(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logging.disable(before)
+
+
 def private_selection(model: Model, data: Mapping, *, epsilon: float, candidates: Sequence[Candidate],
                       moment_k: float = 4.0, G_k: float | str | None = None, G_2: float | None = None,
                       score_C: float | None = None, stop_probability: Fraction | float | None = None,
@@ -286,7 +301,7 @@ def private_selection(model: Model, data: Mapping, *, epsilon: float, candidates
             # nothing of a trial but the chosen one may be observed (the theorem's premise): its warnings,
             # and their count, which is the number of trials, are kept in; so are float exceptions a
             # user's np.seterr(all="raise") would turn into a one-sided error (found by review)
-            with warnings.catch_warnings(), np.errstate(all="ignore"):
+            with warnings.catch_warnings(), np.errstate(all="ignore"), _no_logging():
                 warnings.simplefilter("ignore")
                 w, cand, res = trial(fit_source)
                 gain = clipped_gain(model, examples, w, plan.reference, plan.score_bound, reference_values)

@@ -170,6 +170,33 @@ def test_the_debug_log_is_a_diagnostic_and_says_so(caplog):
     leaks = [w for w in caught
              if issubclass(w.category, PrivacyLeakWarning) and "DEBUG log" in str(w.message)]
     assert len(leaks) == 2  # one per call: a selection's trials warn inside it, where nothing escapes
+    # a module's logger at DEBUG under a quiet root counts too (found by review: only "cvxdp" was read)
+    with caplog.at_level(logging.DEBUG, logger="cvxdp.erm.solver"), \
+            warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cvxdp.PrivateProblem(model).solve(data, epsilon=1.0, moment_k=4.0, G_k=2.0, random_state=None,
+                                          algorithm="output-perturbation")
+    assert [w for w in caught if "DEBUG log" in str(w.message)]
+
+
+def test_no_trial_logs_a_line(caplog):
+    """A trial's log records, like its warnings, would show the unchosen trials and their number: none
+    leaves the selection, while a fit outside it logs its certificate at DEBUG (found by review)."""
+    import logging
+
+    model, data = _lad(), _data(200)
+    cands = [Candidate("fit", options={"algorithm": "output-perturbation"}), PRIORS[0]]
+    with caplog.at_level(logging.DEBUG), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cvxdp.PrivateProblem(model).solve(data, epsilon=1.0, moment_k=4.0, G_k=2.0, random_state=None,
+                                          algorithm="output-perturbation")
+        assert any(r.name.startswith("cvxdp") for r in caplog.records)
+        caplog.clear()
+        for seed in range(3):
+            private_selection(model, data, epsilon=3.0, candidates=cands, G_k=2.0,
+                              stop_probability=Fraction(1, 4), random_state=seed)
+        assert not caplog.records
+        assert logging.root.manager.disable == logging.NOTSET  # restored
 
 
 def test_fits_and_the_baseline_run_as_candidates():

@@ -180,6 +180,27 @@ def test_generic_loss_through_conic_dual(rng):
     assert np.all(ev.lower <= ref + 1e-7) and np.all(ev.upper >= ref - 1e-7)
 
 
+def test_a_lower_bound_above_the_upper_bound_is_voided():
+    """The generic conic path's repaired multipliers leave a residual on auxiliary columns that is not
+    charged in full; with ``max(sum_squares(w − x), |y|)`` and ``||x|| = 224`` it put the certified lower
+    bound 1.4e-4 above the extension — and above the upper bound (found by review).  A crossed bracket
+    proves a bound wrong: the lower bound and the minorant are voided, and no lower bound exceeds the
+    extension's value ``(||x|| − 1)² + C`` (at ``w = 0``, the foot point ``x/||x||`` on the unit ball)."""
+    d, C = 2, 3.0
+    w = cp.Variable(d)
+    x, y = cp.Parameter(d, name="x"), cp.Parameter(name="y")
+    model = cvxdp.Model(cvxdp.Loss(cp.maximum(cp.sum_squares(w - x), cp.abs(y)), w, data=[x, y]),
+                        [cp.norm(w, 2) <= 1.0])
+    ext = LipschitzExtension(model, C)
+    for s in (10.0, 100.0, 1e3):
+        X = np.array([[s, 2 * s]])
+        ev = ext.evaluate(np.zeros(d), model.bind({"x": X, "y": np.zeros(1)}), tolerance=1e-6)
+        value = (np.linalg.norm(X[0]) - 1.0) ** 2 + C
+        assert ev.lower[0] <= value * (1 + 1e-12) and value <= ev.upper[0] * (1 + 1e-12)
+        assert not ev.certified[0] or ev.lower[0] <= ev.upper[0]
+        assert ev.lower[0] > -np.inf or ev.intercept[0] == -np.inf  # a voided bound voids its minorant
+
+
 def test_uncertifiable_loss_is_refused():
     w = cp.Variable(2)
     x = cp.Parameter(2, name="x")

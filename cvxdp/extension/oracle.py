@@ -258,7 +258,13 @@ class LipschitzExtension:
                 todo = todo[~exactable[todo]]
         if todo.size:
             self._conic(W, examples, todo, res, method, glm, tol)
-        # fail closed: a bracket is certified only with both ends finite and a width ≤ B (NaN fails)
+        # fail closed: a lower bound above the upper bound proves one of them wrong — the generic conic
+        # path's repaired multipliers leave a residual on auxiliary columns that is not charged in full
+        # (found by review: max(sum_squares(w − x), |y|) with ||x|| = 224 put the lower bound 1.4e-4 above
+        # the extension and the upper bound) — so that example's lower bound and minorant are voided
+        crossed = ~(res.lower <= res.upper)  # NaN too
+        res.lower[crossed], res.beta[crossed] = -np.inf, -np.inf
+        # a bracket is certified only with both ends finite and a width ≤ B (NaN fails)
         width = res.upper - res.lower
         certified = np.isfinite(res.upper) & np.isfinite(res.lower) & (width <= tol)
         if require and not np.all(certified):

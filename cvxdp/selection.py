@@ -310,6 +310,11 @@ def private_selection(model: Model, data: Mapping, *, epsilon: float, candidates
                 best = (score, w, cand, res)
             if source.bernoulli(num, den):
                 break
+    except BaseException as exc:
+        # a trial that raises (a refusal, an interrupt) must not carry the other trials out in its
+        # traceback: this frame held the best trial so far and the last one's un-noised score
+        best = w = res = cand = gain = score = None
+        raise exc.with_traceback(None) from None
     finally:
         # the planner's caches are keyed on moment bounds: an unchosen trial's private estimate of G_k,
         # and the count of such entries, must not stay in this process (found by review)

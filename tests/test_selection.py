@@ -199,6 +199,34 @@ def test_no_trial_logs_a_line(caplog):
         assert logging.root.manager.disable == logging.NOTSET  # restored
 
 
+def test_a_trial_that_raises_carries_no_other_trial_out(monkeypatch):
+    """An exception inside a trial leaves the selection without the earlier trials' points or the last
+    one's un-noised score in its traceback's frames (found by review)."""
+    import cvxdp.problem as problem_module
+
+    calls = []
+    solve = problem_module.PrivateProblem.solve
+
+    def failing(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise cvxdp.CertificationError("refused in a trial")
+        return solve(self, *args, **kwargs)
+
+    monkeypatch.setattr(problem_module.PrivateProblem, "solve", failing)
+    model, data = _lad(), _data(100)
+    cands = [Candidate("fit", options={"algorithm": "output-perturbation"})]
+    with pytest.raises(cvxdp.CertificationError) as info:
+        private_selection(model, data, epsilon=3.0, candidates=cands, G_k=2.0,
+                          stop_probability=Fraction(1, 1000), random_state=0)
+    tb = info.value.__traceback__
+    while tb is not None:
+        frame_locals = tb.tb_frame.f_locals
+        for name in ("best", "w", "res", "gain", "score"):
+            assert frame_locals.get(name) is None, name
+        tb = tb.tb_next
+
+
 def test_fits_and_the_baseline_run_as_candidates():
     model = _lad()
     data = _data(600)

@@ -1272,8 +1272,10 @@ def _register() -> dict[str, Scenario]:
                                     G_k=3.0),
             full_runs=full, coupled_runs=1))
     # a generic conic loss (no generalized-linear structure is recognized in a sum of atoms): its
-    # per-example conic brackets miss their share of α for an ordinary record (found by review,
-    # 2026-12-02) -- a refusal one record decides, measured, not fixed (SECURITY.md)
+    # per-example program drops the quadratic objective CVXPY compiles huber to, so the brackets miss
+    # their share of α for an ordinary record (found by review, 2026-12-02) -- a refusal one record
+    # decides, measured, not fixed (SECURITY.md: compiling it as a cone needs the repair's auxiliary
+    # residual charged first)
     out.append(Scenario(
         "generic-huber-plus-abs-ordinary-record/output-perturbation",
         "huber(r) + |r| (a generic conic loss) on a ball, n=40 rows of scale 1e-3, one replaced by the "

@@ -359,8 +359,10 @@ class PrivateProblem:
 def debug_log_enabled() -> bool:
     """Whether any of cvxdp's loggers (``cvxdp`` or a module's, ``cvxdp.*``, each with its own level) would
     record a DEBUG message."""
-    names = ["cvxdp", *(n for n in list(logging.Logger.manager.loggerDict) if n.startswith("cvxdp."))]
-    return any(logging.getLogger(name).isEnabledFor(logging.DEBUG) for name in names)
+    # the loggers that exist (placeholders for names without a logger of their own are skipped, not made)
+    loggers = [logger for name, logger in list(logging.Logger.manager.loggerDict.items())
+               if (name == "cvxdp" or name.startswith("cvxdp.")) and isinstance(logger, logging.Logger)]
+    return any(logger.isEnabledFor(logging.DEBUG) for logger in [logging.getLogger("cvxdp"), *loggers])
 
 
 def warn_if_debug_log(stacklevel: int = 3) -> None:

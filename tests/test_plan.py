@@ -184,3 +184,22 @@ def test_no_release_is_planned_with_a_non_finite_constant():
     for _, r in plan.rounds:
         assert all(math.isfinite(getattr(r, f)) for f in FIELDS)
         assert Fraction(r.noise_scale) * Fraction(r.epsilon) >= Fraction(r.sensitivity)
+
+
+@pytest.mark.parametrize("k", [4.0, 200.0, 1000.0])
+def test_paper_profile_plans_every_admissible_moment(k):
+    """The paper profile's constant ``A = sqrt(2R G_k^k/(λβ(k−1)))`` overflows a float beyond about
+    k = 870 at G_k = 5, where it raised a bare ``OverflowError`` (found by review); its ``C*`` and bias
+    radius are moderate and are now taken in logs there — and both ways agree where both are finite."""
+    from cvxdp.plan.profiles import PaperProfile
+
+    prof = PaperProfile()
+    kw = dict(R=2.0, lam=0.01, m=1000, d=3, eps=0.5, beta=0.1, k=k, G_k=5.0)
+    rp = prof.plan(**kw)
+    assert all(math.isfinite(v) and v > 0 for v in (rp.C, rp.bias_radius, rp.noise_radius))
+    if k == 4.0:  # the direct formula, by hand
+        A = math.sqrt(2 * 2.0 * 5.0**4 / (0.01 * 0.1 * 3.0))
+        B = 20.0 * 3 * math.log(10.0) / (0.01 * 1000 * 0.5)
+        assert math.isclose(rp.C, (3.0 * A / (2 * B)) ** 0.4, rel_tol=1e-12)
+    # the bias radius balances the noise radius's (k − 1)/2 share at C* (the first-order condition)
+    assert math.isclose(rp.bias_radius * (k - 1.0) / 2.0, rp.noise_radius, rel_tol=1e-9)

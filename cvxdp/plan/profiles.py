@@ -337,16 +337,22 @@ class PaperProfile(Profile):
     def plan(self, *, R: float, lam: float, m: int, d: int, eps: float, beta: float, k: float,
              G_k: float, C: float | None = None) -> RoundPlan:
         ell = math.log(1.0 / beta)
-        A = math.exp(0.5 * (math.log(2.0 * R / (lam * beta * (k - 1.0))) + k * math.log(G_k)))
+        log_A = 0.5 * (math.log(2.0 * R / (lam * beta * (k - 1.0))) + k * math.log(G_k))
         B = 20.0 * d * ell / (lam * m * eps)
-        if C is None:
-            C = ((k - 1.0) * A / (2.0 * B)) ** (2.0 / (k + 1.0))
+        if log_A < 700.0:
+            A = math.exp(log_A)
+            if C is None:
+                C = ((k - 1.0) * A / (2.0 * B)) ** (2.0 / (k + 1.0))
+            bias = A * C ** (-(k - 1.0) / 2.0)
+        else:  # a large k (or G_k) overflows A itself; C and the bias are moderate: take them in logs
+            if C is None:
+                C = math.exp(2.0 / (k + 1.0) * (math.log((k - 1.0) / (2.0 * B)) + log_A))
+            bias = math.exp(log_A - (k - 1.0) / 2.0 * math.log(C))
         alpha = max(C * C * min(1.0, d * ell / eps) ** 2 / (100.0 * lam * m * m),
                     certifiable_accuracy(C, lam, R))
         sens = float(output_sensitivity(C, lam, m, alpha))
         # the published scale; never below Δ/ε_j should the accuracy floor have raised Δ
         s = max(10.0 * C / (eps * lam * m), float(laplace_scale(sens, eps)))
-        bias = A * C ** (-(k - 1.0) / 2.0)
         noise = B * C
         snap = snap_radius(d, s)
         return RoundPlan(C=C, alpha=alpha, sensitivity=sens, noise_scale=s, radius_plus=bias + noise + snap,

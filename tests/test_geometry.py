@@ -283,3 +283,28 @@ def test_ellipsoid_bounding_ball_contains_the_set(cond):
             root = (Decimal(quad.numerator) / Decimal(quad.denominator)).sqrt()
             norm2 = sum((Decimal(xi.numerator) / Decimal(xi.denominator)) ** 2 for xi in x)
             assert norm2 / (root * root) <= Decimal(float(r)) ** 2
+
+
+@pytest.mark.parametrize("kind", ["generic", "intersection", "per-row"])
+def test_bounding_ball_support_of_a_row_does_not_depend_on_its_neighbours(kind):
+    """``<v_i, c> + r||v_i||`` of the sets without a closed form is a per-example quantity: each row's
+    bits are the same alone, in any batch and at any position (a BLAS product rounded a row by its
+    position once ``d ≥ 8``; found by review, 2026-12-02)."""
+    from cvxdp.geometry.certified import per_row_support_upper
+
+    d = 12
+    w = cp.Variable(d)
+    c0 = np.linspace(-3.7, 5.1, d) / 3.0
+    if kind == "generic":
+        region = domain_from_constraints([cp.norm(w - c0, 1) <= 2], w)
+    else:
+        region = domain_from_constraints([cp.norm(w - c0) <= 1, w[0] >= c0[0] - 0.5], w)
+    assert type(region).__name__ == ("ConvexSet" if kind == "generic" else "Intersection")
+    fn = (lambda v: per_row_support_upper(region, v)) if kind == "per-row" else region.support_upper
+    rng = np.random.default_rng(0)
+    V = rng.normal(size=(257, d)) * np.exp(rng.normal(size=(257, 1)) * 3)
+    whole = fn(V)
+    alone = np.array([fn(V[i:i + 1])[0] for i in range(V.shape[0])])
+    shuffled = rng.permutation(V.shape[0])
+    assert np.array_equal(whole, alone)
+    assert np.array_equal(fn(V[shuffled]), whole[shuffled])

@@ -107,7 +107,8 @@ class ConvexSet(ConicDomain):
         c, r = self._ball
         if not np.isfinite(r):
             return np.full(v.shape[:-1], np.inf)
-        return v @ c + r * np.linalg.norm(v, axis=-1)
+        # einsum: each row's <v, c> from itself (a BLAS product rounds a row by its position)
+        return np.einsum("...d,d->...", v, np.asarray(c, float)) + r * np.linalg.norm(v, axis=-1)
 
     @property
     def diameter(self) -> float:

@@ -63,7 +63,8 @@ class Intersection(ConicDomain):
         vals = [p.support_upper(directions) for p in self.parts]
         c, r = self._ball
         v = as_points(directions, self.dim)
-        vals.append(v @ c + r * np.linalg.norm(v, axis=-1))
+        # einsum: each row's <v, c> from itself (a BLAS product rounds a row by its position)
+        vals.append(np.einsum("...d,d->...", v, np.asarray(c, float)) + r * np.linalg.norm(v, axis=-1))
         return np.min(np.stack(vals), axis=0)
 
     @property

@@ -168,6 +168,56 @@ def test_objective_perturbation_releases_on_both_sides_of_an_extreme_label(label
         assert r0.ledger.spent == r1.ledger.spent == 1.0
 
 
+@pytest.mark.parametrize("label", [499.5, 568.0])
+def test_objective_perturbation_newton_method_does_not_cycle(label):
+    """Found by review: accepting a step because the gradient shrank (though J rose) let the iterates
+    alternate between two points across Huber's kinks, and one record decided which data sets certified
+    (refusals 3/200 vs 91/200 at n = 2000). J now only falls; both neighbours certify on every seed."""
+    n = 2000
+    w = cp.Variable(2)
+    model = cvxdp.Model(cvxdp.losses.huber(w, 1.0), [cp.norm(w, 2) <= 1e9])
+
+    def data(k):
+        X, y = np.zeros((n, 2)), np.zeros(n)
+        X[:k, 0], y[:k] = 1.0, label
+        return {"x": X, "y": y}
+
+    for seed in range(8):
+        for k in (1000, 1001):
+            objective_perturbation(model, data(k), epsilon=10.0, feature_bound=1.0, regularization=1e-3,
+                                   random_state=seed, tolerance=1e-6)
+
+
+def test_objective_perturbation_refuses_from_public_inputs_what_rounding_would_decide():
+    """A tolerance near the certificate's rounding floor, and scales that overflow, are refused whatever
+    the data (found by review: rows in Huber's quadratic region with labels ~ B||w*|| carried rounding
+    17–170× the earlier public floor; a loss scale of 1e210 with B = 1e98 overflowed n·B·lip and
+    released exactly 0 on one side)."""
+    from cvxdp.baselines.objective_perturbation import certificate_floor
+    from cvxdp.error import CertificationError, ParameterError
+
+    w = cp.Variable(2)
+    huber = cvxdp.Model(cvxdp.losses.huber(w, 1.0), [cp.norm(w, 2) <= 1e9])
+    n = 20_000
+    X, y = np.zeros((n, 2)), np.zeros(n)
+    X[:, 0], y[:] = 1.0, 568.0
+    X1, y1 = X.copy(), y.copy()
+    X1[0], y1[0] = 0.0, 0.0
+    for data in ({"x": X, "y": y}, {"x": X1, "y": y1}):
+        with pytest.raises(CertificationError, match="rounding floor"):
+            objective_perturbation(huber, data, epsilon=1.0, feature_bound=1.0, regularization=1e-6,
+                                   random_state=0, tolerance=1.1652e-8)
+    floor = certificate_floor(n, 2, 1.0, 2.0, 2.0, 3.0, 1e-6, 0.0)
+    assert 4 * floor > 1.1652e-8 and certificate_floor(n, 2, 1.0, 2.0, 2.0, 3.0, 1e-2, 0.0) < floor
+    scaled = cvxdp.Model(cvxdp.Loss(1e210 * cp.logistic(-huber.loss.placeholders["y"] * (
+        huber.loss.placeholders["x"] @ w)), w, data=huber.loss.placeholders), [cp.norm(w, 2) <= 1.0])
+    for data in ({"x": np.zeros((200, 2)), "y": np.ones(200)},
+                 {"x": np.vstack([[1e98, 0.0], np.zeros((199, 2))]), "y": np.ones(200)}):
+        with pytest.raises(ParameterError, match="overflows"):
+            objective_perturbation(scaled, data, epsilon=1.0, feature_bound=1e98, regularization=0.1,
+                                   random_state=0)
+
+
 def test_objective_perturbation_calibration_never_overspends():
     """``ε' + log(1 + 2c/(nμ) + c²/(nμ)²) ≤ ε`` with ``μ = Λ + Δ`` in 50-digit decimal arithmetic, over
     public settings on both branches; found by review: plain float landed above the exact ``ε'`` about
@@ -192,6 +242,11 @@ def test_objective_perturbation_calibration_never_overspends():
         assert eps_prime > 0 and spent <= E
         both.add("delta" if delta > 0 else "plain")
     assert both == {"plain", "delta"}
+    # public settings where n²Λ² overflows: the c²/(nΛ)² term was dropped and ε' overspent (review)
+    for eps, c, n, lam in [(1.0, 1e148 * (1 + 2.0**-48), 10_000, 2e150), (1.0, 1e150, 10**6, 1e160)]:
+        eps_prime, delta = calibration(eps, c, n, lam)
+        E, C_, N, mu = Decimal(eps), Decimal(c), Decimal(n), Decimal(lam) + Decimal(delta)
+        assert Decimal(eps_prime) + (1 + 2 * C_ / (N * mu) + C_ * C_ / (N * N * mu * mu)).ln() <= E
 
 
 # ---------------------------------------------------------------------------------------------------

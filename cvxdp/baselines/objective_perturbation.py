@@ -12,16 +12,18 @@ The released model is the minimizer projected onto ``W`` (post-processing).
 This is the mechanism behind diffprivlib's ``LogisticRegression``.
 
 The privacy proof assumes the *exact* unconstrained minimizer.  We minimize with our own damped
-Newton method from the public start ``w = 0`` (no solver status to gate on: a status is a decision
-one record could take — a label of 3·10⁶ made Clarabel report the Huber problem infeasible while its
-neighbour solved, found by review) and accept the best iterate only if ``||∇J(w)|| / (Λ + Δ)``, with
-the gradient's rounding charged on its terms — a bound on its distance to the exact minimizer, by
-strong convexity — is at most ``tolerance`` (default ``1e-8``); otherwise
-:class:`~cvxdp.error.CertificationError`.  Every per-example term of ``∇J`` is bounded (the clipped
-``a_i`` times a bounded derivative), so the iteration converges to rounding level whatever the
-labels; the refusal is a fail-safe, not an expected outcome.  That residual distance is *not* covered
-by the privacy accounting (the usual state of practice, e.g. diffprivlib); cvxdp's own releases add
-it to the sensitivity instead.
+Newton method from the public start ``w = 0``, ``J`` falling at every step (no solver status to gate
+on: a status is a decision one record could take — a label of 3·10⁶ made Clarabel report the Huber
+problem infeasible while its neighbour solved, found by review) and accept the best iterate only if
+``||∇J(w)|| / (Λ + Δ)``, with the gradient's rounding charged on its terms — a bound on its distance
+to the exact minimizer, by strong convexity — is at most ``tolerance`` (default ``1e-8``); otherwise
+:class:`~cvxdp.error.CertificationError`.  Whether the data could decide that is kept out of reach
+from both sides: a tolerance within 4× of a *public* bound on the certificate's rounding
+(:func:`certificate_floor`, from ``n, d, B``, the loss, ``Λ + Δ`` and the noise) is refused before
+the data's residual is read, and scales that overflow float arithmetic are refused as parameters.
+Beyond that floor a refusal needs the Newton method itself to stall — not seen in review or tests,
+not proven impossible.  That residual distance is *not* covered by the privacy accounting (the usual
+state of practice, e.g. diffprivlib); cvxdp's own releases add it to the sensitivity instead.
 
 The constants are rounded the safe way: each ``a_i`` is clipped to norm ``B`` by a factor shrunk
 below its rounding (as :func:`~cvxdp.baselines.noisy_gd.clip_rows` does), the curvature bound ``c``
@@ -40,7 +42,7 @@ from scipy.special import expit
 from cvxdp._validation import positive_finite, privacy_epsilon
 from cvxdp.baselines.noisy_gd import clip_rows
 from cvxdp.baselines.output_perturbation import BaselineResult
-from cvxdp.error import CertificationError, UncertifiableLossError
+from cvxdp.error import CertificationError, ParameterError, UncertifiableLossError
 from cvxdp.links import HuberLink, LogisticLink
 from cvxdp.model import Model
 from cvxdp.numerics import row_scales, weighted_row_sum
@@ -72,30 +74,30 @@ def objective_perturbation(model: Model, data: Mapping, *, epsilon: float, featu
     source = noise_source(random_state)
     a = clip_rows(a, B)
     if isinstance(link, LogisticLink):
-        lip, curv = link.scale, link.scale / 4.0
+        lip, curv, reach = link.scale, link.scale / 4.0, 2.0
     else:
-        lip, curv = 2.0 * link.M * link.scale, 2.0 * link.scale
-    # ℓ = φ(a w + b)/(B lip): gradient norm ≤ 1, Hessian eigenvalue ≤ curv B² / (B lip)
-    eps_prime, delta = calibration(eps, curv * B / lip * (1.0 + 2.0**-48), n, lam)
+        lip, curv, reach = 2.0 * link.M * link.scale, 2.0 * link.scale, link.M + 2.0
+    norm = n * B * lip
+    c = curv * B / lip * (1.0 + 2.0**-48)
+    if not (0.0 < norm < math.inf and 0.0 < c < math.inf and link.scale * reach * reach < math.inf):
+        raise ParameterError("objective perturbation: the loss's scale, its Huber threshold or the "
+                             "feature bound overflows (or vanishes in) float arithmetic; rescale them.")
+    # ℓ = φ(a w + b)/(B lip): gradient norm ≤ 1, Hessian eigenvalue ≤ curv B² / (B lip) = c
+    eps_prime, delta = calibration(eps, c, n, lam)
+    mu = lam + delta
     ledger = PrivacyLedger(n, eps)
     mech = L2LaplaceMechanism(sensitivity=2.0, epsilon=eps_prime, dim=d)  # density ∝ exp(−ε'||b||/2)
     ledger.charge(eps, np.arange(n), mechanism="objective perturbation", batch="all",
                   sensitivity=2.0, noise_scale=mech.scale,
                   note=f"B={B:.3g}, Λ={lam:.3g}, Δ={delta:.3g}")
     noise = mech.sample(source, 1)[0]
-    mu = lam + delta
-    # the rounding floor of the certificate's sums, from public inputs and the noise only: per coordinate
-    # at most ~(16 + 8)·ε_mach·(Σ|φ'_i| max_j|a_ij|/norm + μ|w| + |shift|), where the first term is ≤ 1
-    # (each ||a_i|| ≤ B, |φ'| ≤ lip) and μ||w|| ≤ 1 + ||shift|| near the minimizer (taken twice).  A
-    # tolerance within 4× of it is refused here, so the data's residual is not held at that floor
-    shift_norm = float(np.linalg.norm(noise)) / n
-    floor = 32 * 2.0**-52 * math.sqrt(d) * (3.0 + 3.0 * shift_norm) / mu
-    if not 4.0 * floor <= tolerance:
+    floor = certificate_floor(n, d, B, lip, curv, reach, mu, float(np.linalg.norm(noise)) / n)
+    if not 4.0 * floor <= tolerance:  # NaN fails
         raise CertificationError(
             f"objective perturbation: the tolerance {tolerance:.3g} is within 4x of the rounding floor of "
-            f"the certificate ({floor:.3g}, from n, d, the regularization and the noise); nothing was "
-            "released. Raise the tolerance or the regularization (both public).")
-    w_hat, residual = _polish(np.zeros(d), a, b, link, n * B * lip, mu, noise / n)
+            f"the certificate ({floor:.3g}, from n, d, B, the loss, the regularization and the noise); "
+            "nothing was released. Raise the tolerance or the regularization (both public).")
+    w_hat, residual = _polish(np.zeros(d), a, b, link, norm, mu, noise / n)
     if not residual <= tolerance:  # NaN fails
         raise CertificationError(
             f"objective perturbation: the point could not be certified within the tolerance "
@@ -121,7 +123,10 @@ def calibration(epsilon: float, c: float, n: int, lam: float) -> tuple[float, fl
     ``Δ = c/(n(e^{ε/4} − 1)) − Λ`` (else ``Δ = 0``).
     """
     up, down = 1.0 + 2.0**-48, 1.0 - 2.0**-48
-    growth = (2.0 * c / (n * lam) + c * c / (n * n * lam * lam)) * up
+    if not n * lam > 0:
+        raise ParameterError("objective perturbation: n times the regularization underflows; raise it.")
+    r = c / (n * lam) * up  # 1 + 2r + r² = (1 + r)²: no square of n Λ to overflow (found by review)
+    growth = r * (2.0 + r) * up
     eps_prime = math.nextafter((epsilon - math.log1p(growth) * up) * down, 0.0)
     delta = 0.0
     if not eps_prime > 0:  # written so that NaN takes the conservative branch
@@ -130,16 +135,61 @@ def calibration(epsilon: float, c: float, n: int, lam: float) -> tuple[float, fl
     return eps_prime, delta
 
 
+def certificate_floor(n: int, d: int, B: float, lip: float, curv: float, reach: float, mu: float,
+                      shift_norm: float) -> float:
+    """A bound, from public inputs and the noise only, on the rounding part of :func:`_polish`'s
+    certificate ``(||∇J|| + err)/μ`` near the minimizer (``||w|| ≤ R = 2(1 + ||shift||)/μ``).
+
+    ``err`` (per coordinate, its ℓ2 norm taken) has three parts, each bounded without the data:
+
+    * the certified sum ``Σ φ'_i a_i`` — ``γ₁₆ Σ|φ'_i| max_j|a_ij| ≤ 16ε n·lip·B`` (taken as ``32ε``) plus
+      absolute floors below ``10⁻²⁹⁰`` per row and column, all divided by ``norm = n B lip``;
+    * the arguments' rounding — ``|Δφ'_i| ≤ 2 curv δu + 8ε lip`` where ``δu ≤ (d+2)ε(2BR + reach)`` on
+      the rows whose derivative can move at all (``|u| ≤ M + δu`` for Huber, since ``|b_i| ≤ |u_i| +
+      BR``; for the logistic link its exponential tail bounds ``|b_i|·φ''`` by the same with reach 2),
+      weighted by ``||a_i|| ≤ B`` and divided by ``norm``: at most ``(2 curv δu + 8ε lip)/lip``;
+    * the last additions — ``8ε(||∇ data term|| + μ||w|| + ||shift||) ≤ 8ε(3 + 3||shift||)``.
+
+    The fit refuses a tolerance below four times this before it reads the data's residual, so whether
+    a release happens is not decided by the data's rounding (found by review: the data's own rounding
+    charge had been 17–170× the earlier floor).
+    """
+    e = 2.0**-52
+    R = 2.0 * (1.0 + shift_norm) / mu
+    du = (d + 2.0) * e * (2.0 * B * R + reach) * (1.0 + 1e-6)
+    sums = 32.0 * e + 1e-290 * (n + 1.0) * (d + 1.0) / (n * B * lip)
+    arguments = (2.0 * curv * du + 8.0 * e * lip) / lip
+    last = 8.0 * e * (3.0 + 3.0 * shift_norm)
+    return (sums + arguments + last) * (1.0 + 1e-6) / mu
+
+
+def _link_change(link, u: np.ndarray, du: np.ndarray) -> np.ndarray:
+    """``φ(u + δu) − φ(u)`` per row without subtracting two values of ``φ``: Huber's pieces factor
+    (``c δu (2u + δu)`` inside, ``±2cM δu`` outside on one side), the logistic link is
+    ``c log1p(σ(u) expm1(δu))``; a Huber row that crosses a kink takes the plain difference."""
+    u, du = np.asarray(u, float), np.asarray(du, float)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if isinstance(link, LogisticLink):
+            return link.scale * np.log1p(expit(u) * np.expm1(du))
+        v = u + du
+        M = link.M
+        inside = (np.abs(u) <= M) & (np.abs(v) <= M)
+        same_side = ((u > M) & (v > M)) | ((u < -M) & (v < -M))
+        plain = link.value(v) - link.value(u)
+        out = np.where(inside, link.scale * du * (2.0 * u + du), plain)
+        return np.where(same_side, link.scale * 2.0 * M * np.sign(u) * du, out)
+
+
 def _polish(w: np.ndarray, a: np.ndarray, b: np.ndarray, link, norm: float, mu: float, shift: np.ndarray,
-            steps: int = 60) -> tuple[np.ndarray, float]:
+            steps: int = 200) -> tuple[np.ndarray, float]:
     """Damped Newton steps on ``J(w) = Σ φ(a_i w + b_i)/norm + (μ/2)||w||² + <shift, w>`` from ``w``;
     returns the iterate with the smallest ``||∇J(w)||/μ`` — a bound on its distance to the exact
     minimizer (``J`` is μ-strongly convex), with the gradient's rounding charged on its terms — and
     that bound.
 
     A step is halved until ``J`` falls by a quarter of the predicted decrease (Armijo, with ``J``'s
-    change summed over examples) or the gradient shrinks; the method stops at rounding level or when
-    neither happens.  ``J`` is smooth (Huber: piecewise quadratic) and strongly convex, so damped
+    change summed over examples, so ``J`` only falls); the method stops at rounding level or when no
+    step passes.  ``J`` is smooth (Huber: piecewise quadratic) and strongly convex, so damped
     Newton converges from any start."""
     eps = float(np.finfo(float).eps)
 
@@ -166,11 +216,11 @@ def _polish(w: np.ndarray, a: np.ndarray, b: np.ndarray, link, norm: float, mu: 
         return g, u, float(np.linalg.norm(err)) * (1.0 + (d + 4.0) * eps)
 
     def change(x, u, x_new, u_new):
-        # J(x_new) − J(x) as a sum of per-example differences: a row whose argument does not move (a
-        # label of 1e100 absorbs any <a, x>) adds exactly 0 instead of hiding the others' decrease in
-        # the rounding of a huge total
+        # J(x_new) − J(x) summed per example, each from its argument's own move δu = <a_i, dx> in a form
+        # without cancellation, so the Armijo test sees decreases far below J's own rounding (a label of
+        # 1e100 adds exactly 0; a large J does not hide the last steps)
         dx = x_new - x
-        return float(np.sum(link.value(u_new) - link.value(u)) / norm + 0.5 * mu * (dx @ (x_new + x))
+        return float(np.sum(_link_change(link, u, a @ dx)) / norm + 0.5 * mu * (dx @ (x_new + x))
                      + shift @ dx)
 
     best_w, best = w, math.inf
@@ -188,13 +238,19 @@ def _polish(w: np.ndarray, a: np.ndarray, b: np.ndarray, link, norm: float, mu: 
         else:
             curv = np.where(np.abs(u) <= link.M, 2.0 * link.scale, 0.0)
         H = (a.T * curv) @ a / norm + mu * np.eye(a.shape[1])
+        if not np.all(np.isfinite(H)):
+            break
         step = np.linalg.solve(H, g)
         decrease = float(g @ step)
+        if not decrease > 0:  # NaN, or no descent direction left at rounding level
+            break
         t = 1.0
-        for _ in range(40):
+        for _ in range(60):
             w_new = w - t * step
             g_new, u_new, err_new = grad(w_new)
-            if change(w, u, w_new, u_new) <= -0.25 * t * decrease or float(np.linalg.norm(g_new)) < gnorm:
+            # J must fall (Armijo): accepting a smaller gradient instead let the iterates cycle between
+            # two points across Huber's kinks, so whether a fit certified was the data's (found by review)
+            if change(w, u, w_new, u_new) <= -0.25 * t * decrease:
                 break
             t *= 0.5
         else:

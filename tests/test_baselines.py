@@ -218,6 +218,61 @@ def test_objective_perturbation_refuses_from_public_inputs_what_rounding_would_d
                                    random_state=0)
 
 
+def test_link_change_is_the_exact_change_to_rounding():
+    """``φ(u + δ) − φ(u)`` against 60-digit arithmetic, across and beyond Huber's kinks and where the
+    logistic link saturates (found by review: ``log1p(σ(40)·expm1(−38)) = log1p(−1) = −∞``)."""
+    from decimal import Decimal, getcontext
+
+    from cvxdp.baselines.objective_perturbation import _link_change
+    from cvxdp.links import HuberLink, LogisticLink
+
+    getcontext().prec = 60
+    rng = np.random.default_rng(5)
+    u = np.concatenate([rng.normal(size=300) * 10 ** rng.uniform(-3, 3, 300), [40.0, 100.0, 36.0, -50.0]])
+    du = np.concatenate([rng.normal(size=300) * 10 ** rng.uniform(-12, 2.5, 300),
+                         [-38.0, -36.5, -38.0, -1.0]])
+    eps = np.finfo(float).eps
+
+    def softplus(x: Decimal) -> Decimal:
+        return (1 + (-abs(x)).exp()).ln() + max(x, Decimal(0))
+
+    logistic = LogisticLink(1.5)
+    out = _link_change(logistic, u, du)
+    assert np.all(np.isfinite(out))
+    for ui, di, oi in zip(u, du, out, strict=True):
+        v = Decimal(float(ui)) + Decimal(float(di))  # the exact sum: the change is of the move δ
+        exact = Decimal("1.5") * (softplus(v) - softplus(Decimal(float(ui))))
+        bound = Decimal(16 * eps) * (abs(exact) + abs(Decimal(float(di))) + Decimal("1e-300"))
+        assert abs(Decimal(float(oi)) - exact) <= bound
+    huber = HuberLink(2.0, 0.5)
+    out = _link_change(huber, u, du)
+    for ui, di, oi in zip(u, du, out, strict=True):
+        v, w0 = Decimal(float(ui)) + Decimal(float(di)), Decimal(float(ui))
+
+        def h(x: Decimal) -> Decimal:
+            return Decimal("0.5") * (x * x if abs(x) <= 2 else 4 * abs(x) - 4)
+
+        exact = h(v) - h(w0)
+        scale = Decimal(abs(float(di))) * (abs(v) + abs(w0) + 2)
+        assert abs(Decimal(float(oi)) - exact) <= Decimal(16 * eps) * (abs(exact) + scale)
+
+
+def test_objective_perturbation_user_logistic_with_saturating_offsets_certifies_on_both_sides():
+    """The review's pair: ``logistic(x w + c)`` with n − 1 rows (1, 30) and the last (1, 30) or (1, 40) —
+    ``σ(40)`` rounds to 1, and the ``−∞`` change made the iterates cycle on one side only (refused 78–97%)."""
+    n = 1000
+    w = cp.Variable(1)
+    x, c = cp.Parameter(1, name="x"), cp.Parameter(name="c")
+    model = cvxdp.Model(cvxdp.Loss(cp.logistic(x @ w + c), w, data=[x, c]), [cp.norm(w, 2) <= 1e9])
+    X, cc = np.ones((n, 1)), np.full(n, 30.0)
+    cd = cc.copy()
+    cd[-1] = 40.0
+    for seed in range(10):
+        for data in ({"x": X, "c": cc}, {"x": X, "c": cd}):
+            objective_perturbation(model, data, epsilon=1.0, feature_bound=1.0, regularization=1e-3,
+                                   random_state=seed)
+
+
 def test_objective_perturbation_calibration_never_overspends():
     """``ε' + log(1 + 2c/(nμ) + c²/(nμ)²) ≤ ε`` with ``μ = Λ + Δ`` in 50-digit decimal arithmetic, over
     public settings on both branches; found by review: plain float landed above the exact ``ε'`` about
@@ -225,6 +280,7 @@ def test_objective_perturbation_calibration_never_overspends():
     from decimal import Decimal, getcontext
 
     from cvxdp.baselines.objective_perturbation import calibration
+    from cvxdp.error import ParameterError
 
     getcontext().prec = 50
     rng = np.random.default_rng(1)
@@ -243,6 +299,8 @@ def test_objective_perturbation_calibration_never_overspends():
         both.add("delta" if delta > 0 else "plain")
     assert both == {"plain", "delta"}
     # public settings where n²Λ² overflows: the c²/(nΛ)² term was dropped and ε' overspent (review)
+    with pytest.raises(ParameterError, match="overflows"):  # n Λ = ∞ made r = 0 and ε' = ε (review)
+        calibration(1.0, 1e308, 2, 1e308)
     for eps, c, n, lam in [(1.0, 1e148 * (1 + 2.0**-48), 10_000, 2e150), (1.0, 1e150, 10**6, 1e160)]:
         eps_prime, delta = calibration(eps, c, n, lam)
         E, C_, N, mu = Decimal(eps), Decimal(c), Decimal(n), Decimal(lam) + Decimal(delta)

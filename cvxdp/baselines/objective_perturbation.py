@@ -123,8 +123,9 @@ def calibration(epsilon: float, c: float, n: int, lam: float) -> tuple[float, fl
     ``Δ = c/(n(e^{ε/4} − 1)) − Λ`` (else ``Δ = 0``).
     """
     up, down = 1.0 + 2.0**-48, 1.0 - 2.0**-48
-    if not n * lam > 0:
-        raise ParameterError("objective perturbation: n times the regularization underflows; raise it.")
+    if not 0.0 < n * lam < math.inf:
+        raise ParameterError("objective perturbation: n times the regularization underflows or overflows "
+                             "float arithmetic; rescale it.")
     r = c / (n * lam) * up  # 1 + 2r + r² = (1 + r)²: no square of n Λ to overflow (found by review)
     growth = r * (2.0 + r) * up
     eps_prime = math.nextafter((epsilon - math.log1p(growth) * up) * down, 0.0)
@@ -142,8 +143,10 @@ def certificate_floor(n: int, d: int, B: float, lip: float, curv: float, reach: 
 
     ``err`` (per coordinate, its ℓ2 norm taken) has three parts, each bounded without the data:
 
-    * the certified sum ``Σ φ'_i a_i`` — ``γ₁₆ Σ|φ'_i| max_j|a_ij| ≤ 16ε n·lip·B`` (taken as ``32ε``) plus
-      absolute floors below ``10⁻²⁹⁰`` per row and column, all divided by ``norm = n B lip``;
+    * the certified sum ``Σ φ'_i a_i`` — ``γ₁₆ Σ|φ'_i| max_j|a_ij| ≤ 16ε n·lip·B`` in every coordinate
+      (``16√d ε`` in ℓ2 — found by review; the exactly rounded total adds ``ε``: taken as
+      ``16(√d + 1)ε``) plus absolute floors below ``10⁻²⁹⁰`` per row and column, all divided by
+      ``norm = n B lip``;
     * the arguments' rounding — ``|Δφ'_i| ≤ 2 curv δu + 8ε lip`` where ``δu ≤ (d+2)ε(2BR + reach)`` on
       the rows whose derivative can move at all (``|u| ≤ M + δu`` for Huber, since ``|b_i| ≤ |u_i| +
       BR``; for the logistic link its exponential tail bounds ``|b_i|·φ''`` by the same with reach 2),
@@ -157,27 +160,43 @@ def certificate_floor(n: int, d: int, B: float, lip: float, curv: float, reach: 
     e = 2.0**-52
     R = 2.0 * (1.0 + shift_norm) / mu
     du = (d + 2.0) * e * (2.0 * B * R + reach) * (1.0 + 1e-6)
-    sums = 32.0 * e + 1e-290 * (n + 1.0) * (d + 1.0) / (n * B * lip)
+    sums = 16.0 * (math.sqrt(d) + 1.0) * e + 1e-290 * (n + 1.0) * (d + 1.0) / (n * B * lip)
     arguments = (2.0 * curv * du + 8.0 * e * lip) / lip
     last = 8.0 * e * (3.0 + 3.0 * shift_norm)
     return (sums + arguments + last) * (1.0 + 1e-6) / mu
 
 
 def _link_change(link, u: np.ndarray, du: np.ndarray) -> np.ndarray:
-    """``φ(u + δu) − φ(u)`` per row without subtracting two values of ``φ``: Huber's pieces factor
-    (``c δu (2u + δu)`` inside, ``±2cM δu`` outside on one side), the logistic link is
-    ``c log1p(σ(u) expm1(δu))``; a Huber row that crosses a kink takes the plain difference."""
+    """``φ(u + δu) − φ(u)`` per row without subtracting two large values of ``φ``; ``NaN`` where it is not
+    a number (the Armijo test then rejects the step).
+
+    Huber (scale ``c``, threshold ``M``), split at the kinks with ``p, q`` the arguments clipped to
+    ``[−M, M]``: ``c δu (2u + δu)`` inside; ``±2cM δu`` beyond on one side; across a kink
+    ``c (q − p)(q + p) + 2cM((|v| − M)₊ − (|u| − M)₊)``.  Logistic (``softplus``):
+    ``log1p(σ(u) expm1(δu))`` when ``δu ≥ 0`` or ``u ≤ 0``, else ``δu + log1p(σ(−u) expm1(−δu))`` —
+    the product stays above ``−1/2``, so no ``log1p(−1) = −∞`` (found by review: ``σ(40) = 1`` and
+    ``expm1(−38) = −1`` made the change ``−∞``, Armijo accepted steps that raised ``J``, and one record
+    decided whether the fit certified)."""
     u, du = np.asarray(u, float), np.asarray(du, float)
-    with np.errstate(over="ignore", invalid="ignore"):
-        if isinstance(link, LogisticLink):
-            return link.scale * np.log1p(expit(u) * np.expm1(du))
-        v = u + du
-        M = link.M
-        inside = (np.abs(u) <= M) & (np.abs(v) <= M)
-        same_side = ((u > M) & (v > M)) | ((u < -M) & (v < -M))
-        plain = link.value(v) - link.value(u)
-        out = np.where(inside, link.scale * du * (2.0 * u + du), plain)
-        return np.where(same_side, link.scale * 2.0 * M * np.sign(u) * du, out)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # each branch is computed for
+        if isinstance(link, LogisticLink):                                 # every row, then chosen
+            rise = (du >= 0) | (u <= 0)
+            forward = np.log1p(expit(u) * np.expm1(du))
+            backward = du + np.log1p(expit(-u) * np.expm1(-du))
+            out = link.scale * np.where(rise, forward, backward)
+            plain = link.scale * (np.logaddexp(0.0, u + du) - np.logaddexp(0.0, u))
+            out = np.where(np.isfinite(out), out, plain)
+        else:
+            v = u + du
+            M, c = link.M, link.scale
+            p, q = np.clip(u, -M, M), np.clip(v, -M, M)
+            across = c * (q - p) * (q + p) + 2.0 * c * M * (np.maximum(np.abs(v) - M, 0.0)
+                                                          - np.maximum(np.abs(u) - M, 0.0))
+            inside = (np.abs(u) <= M) & (np.abs(v) <= M)
+            same_side = ((u > M) & (v > M)) | ((u < -M) & (v < -M))
+            out = np.where(inside, c * du * (2.0 * u + du),
+                           np.where(same_side, 2.0 * c * M * np.sign(u) * du, across))
+    return np.where(np.isfinite(out), out, np.nan)
 
 
 def _polish(w: np.ndarray, a: np.ndarray, b: np.ndarray, link, norm: float, mu: float, shift: np.ndarray,
@@ -220,8 +239,9 @@ def _polish(w: np.ndarray, a: np.ndarray, b: np.ndarray, link, norm: float, mu: 
         # without cancellation, so the Armijo test sees decreases far below J's own rounding (a label of
         # 1e100 adds exactly 0; a large J does not hide the last steps)
         dx = x_new - x
-        return float(np.sum(_link_change(link, u, a @ dx)) / norm + 0.5 * mu * (dx @ (x_new + x))
-                     + shift @ dx)
+        total = float(np.sum(_link_change(link, u, a @ dx)) / norm + 0.5 * mu * (dx @ (x_new + x))
+                      + shift @ dx)
+        return total if math.isfinite(total) else math.nan
 
     best_w, best = w, math.inf
     g, u, err = grad(w)
@@ -250,7 +270,7 @@ def _polish(w: np.ndarray, a: np.ndarray, b: np.ndarray, link, norm: float, mu: 
             g_new, u_new, err_new = grad(w_new)
             # J must fall (Armijo): accepting a smaller gradient instead let the iterates cycle between
             # two points across Huber's kinks, so whether a fit certified was the data's (found by review)
-            if change(w, u, w_new, u_new) <= -0.25 * t * decrease:
+            if change(w, u, w_new, u_new) <= -0.25 * t * decrease:  # NaN (and so ∓∞) fails
                 break
             t *= 0.5
         else:

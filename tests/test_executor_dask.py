@@ -260,3 +260,19 @@ def test_sorting_on_the_cluster_releases_each_unsorted_partition(client):
     parts.sort_by(PublicShuffle.draw(SeededRandom(5), 1200))
     assert during == [[]]
     assert sum(parts.map(lambda part: part.m)) == 1200
+
+
+def test_workers_keep_a_fits_temporaries_on_the_heap_unless_told_not_to(client):
+    """Dask's nanny sets MALLOC_TRIM_THRESHOLD_, which freezes glibc's mmap threshold at 128 KiB; the
+    executor raises it once per worker (cvxdp.run.allocator) — or leaves the workers alone."""
+    from cvxdp.run import allocator
+
+    model, data = _lad(600, seed=2)
+    state = lambda: allocator._DONE  # noqa: E731 - runs on each worker
+    untouched = cvxdp.DaskExecutor(client, tune_allocator=False)
+    before = client.run(state)
+    _fit(model, data, algorithm="output-perturbation", executor=untouched)
+    assert client.run(state) == before  # nothing set by a fit that was told not to
+    _fit(model, data, algorithm="output-perturbation", executor=cvxdp.DaskExecutor(client))
+    import sys
+    assert set(client.run(state).values()) == ({True} if sys.platform.startswith("linux") else {False})

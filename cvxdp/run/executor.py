@@ -26,6 +26,7 @@ import numpy as np
 
 from cvxdp._validation import positive_int
 from cvxdp.error import ParameterError
+from cvxdp.run.allocator import keep_temporaries_on_the_heap
 from cvxdp.run.blas import fit_limit, limited_blas
 
 
@@ -83,9 +84,12 @@ def _isolated(errors: dict, threads: int | None) -> Iterator[list]:
         yield caught
 
 
-def _run_isolated(fn: Callable, job, errors: dict, threads: int | None = None
+def _run_isolated(fn: Callable, job, errors: dict, threads: int | None = None, tune: bool = False
                   ) -> tuple[object, list[tuple[type, str]]]:
-    """``fn(job)`` in a worker, :func:`_isolated`, with its warnings."""
+    """``fn(job)`` in a worker, :func:`_isolated`, with its warnings (``tune``: the worker's allocator
+    first, :mod:`cvxdp.run.allocator`)."""
+    if tune:
+        keep_temporaries_on_the_heap()
     with _isolated(errors, threads) as caught:
         result = fn(job)
     return result, [(w.category, str(w.message)) for w in caught]
@@ -112,8 +116,12 @@ def _caught(placed: Placed) -> list[tuple[type, str]]:
     return placed.caught
 
 
-def _place_isolated(fn: Callable, args: tuple, errors: dict, threads: int | None = None) -> Placed:
-    """``fn(*args)`` in a worker, :func:`_isolated`, kept there with its warnings."""
+def _place_isolated(fn: Callable, args: tuple, errors: dict, threads: int | None = None,
+                    tune: bool = False) -> Placed:
+    """``fn(*args)`` in a worker, :func:`_isolated`, kept there with its warnings (``tune``: as
+    :func:`_run_isolated`)."""
+    if tune:
+        keep_temporaries_on_the_heap()
     with _isolated(errors, threads) as caught:
         result = fn(*(placed_value(a) for a in args))
     return Placed(result, [(w.category, str(w.message)) for w in caught])
@@ -240,12 +248,16 @@ class DaskExecutor(Executor):
         A ``distributed.Client``.
     partitions:
         Blocks per batch (default: the number of workers when the executor is made — public).
+    tune_allocator:
+        Raise each worker's glibc mmap threshold so a pass's temporary arrays are reused from the heap
+        instead of mapped and unmapped every time (:mod:`cvxdp.run.allocator`: Dask's nanny freezes
+        it at 128 KiB); once per worker process, and it stays set. ``False`` leaves workers alone.
     """
 
     remote = True
     data_parallel = True
 
-    def __init__(self, client, partitions: int | None = None) -> None:
+    def __init__(self, client, partitions: int | None = None, tune_allocator: bool = True) -> None:
         try:
             from distributed import Client
         except ImportError as exc:  # pragma: no cover - the dask extra is part of the test extra
@@ -255,6 +267,7 @@ class DaskExecutor(Executor):
         self.client = client
         workers = len(client.scheduler_info().get("workers", {})) or 1
         self.partitions = positive_int("partitions", workers if partitions is None else partitions)
+        self.tune_allocator = bool(tune_allocator)
 
     def place(self, fn: Callable, arguments: Iterable[tuple]) -> list:
         """Futures of ``fn(*args)`` (as :class:`Placed`), computed and kept on the workers — under this
@@ -266,7 +279,8 @@ class DaskExecutor(Executor):
         errors, threads = np.geterr(), fit_limit()
         # the handles are futures of Placed objects (unwrapped where jobs read them): only the warnings
         # travel, so a partition is neither copied nor moved to take them out
-        handles = [self.client.submit(_place_isolated, fn, args, errors, threads, pure=False)
+        handles = [self.client.submit(_place_isolated, fn, args, errors, threads, self.tune_allocator,
+                                      pure=False)
                    for args in arguments]
         notes = [self.client.submit(_caught, h, pure=False) for h in handles]
         wait(notes)
@@ -283,7 +297,8 @@ class DaskExecutor(Executor):
 
     def map(self, fn: Callable, jobs: Iterable) -> Iterator:
         errors, threads = np.geterr(), fit_limit()
-        futures = [self.client.submit(_run_isolated, fn, job, errors, threads, pure=False) for job in jobs]
+        futures = [self.client.submit(_run_isolated, fn, job, errors, threads, self.tune_allocator,
+                                      pure=False) for job in jobs]
         try:
             for future in futures:
                 result, caught = future.result()

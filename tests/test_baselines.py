@@ -244,17 +244,26 @@ def test_link_change_is_the_exact_change_to_rounding():
         exact = Decimal("1.5") * (softplus(v) - softplus(Decimal(float(ui))))
         bound = Decimal(16 * eps) * (abs(exact) + abs(Decimal(float(di))) + Decimal("1e-300"))
         assert abs(Decimal(float(oi)) - exact) <= bound
-    huber = HuberLink(2.0, 0.5)
-    out = _link_change(huber, u, du)
-    for ui, di, oi in zip(u, du, out, strict=True):
-        v, w0 = Decimal(float(ui)) + Decimal(float(di)), Decimal(float(ui))
+    # far out with moves beyond expm1's range: u never cancels (a fourth review: 0 for ±800 at u = 1e20)
+    far_u, far_du = np.array([1e20, 1e20, 1e19, -1e20]), np.array([-800.0, 800.0, -710.0, 800.0])
+    assert np.allclose(_link_change(logistic, far_u, far_du), 1.5 * np.array([-800.0, 800.0, -710.0, 0.0]),
+                       rtol=1e-15, atol=0.0)
+    for M, c, uu, dd in [(2.0, 0.5, u, du),
+                         # small moves across a kink at M = 1e10 (the same review: c M ulp(M) off)
+                         (1e10, 1.0, np.array([1e10, 1e10 - 2**-20, -1e10, 1e10 + 1.0]),
+                          np.array([2.9e-6, 3e-6, -2.9e-6, -1.5]))]:
+        huber = HuberLink(M, c)
+        out = _link_change(huber, uu, dd)
+        for ui, di, oi in zip(uu, dd, out, strict=True):
+            v, w0 = Decimal(float(ui)) + Decimal(float(di)), Decimal(float(ui))
 
-        def h(x: Decimal) -> Decimal:
-            return Decimal("0.5") * (x * x if abs(x) <= 2 else 4 * abs(x) - 4)
+            def h(x: Decimal, M: float = M, c: float = c) -> Decimal:
+                Md = Decimal(M)
+                return Decimal(c) * (x * x if abs(x) <= Md else 2 * Md * abs(x) - Md * Md)
 
-        exact = h(v) - h(w0)
-        scale = Decimal(abs(float(di))) * (abs(v) + abs(w0) + 2)
-        assert abs(Decimal(float(oi)) - exact) <= Decimal(16 * eps) * (abs(exact) + scale)
+            exact = h(v) - h(w0)
+            scale = Decimal(abs(float(di))) * (abs(v) + abs(w0) + Decimal(M))
+            assert abs(Decimal(float(oi)) - exact) <= Decimal(16 * eps) * (abs(exact) + scale)
 
 
 def test_objective_perturbation_user_logistic_with_saturating_offsets_certifies_on_both_sides():

@@ -238,8 +238,8 @@ def _polish(w: np.ndarray, a: np.ndarray, b: np.ndarray, link, norm: float, mu: 
         # label far out) costs nothing
         du = (d + 2) * eps * (np.abs(a) @ np.abs(x) + np.abs(b)) * grow
         with np.errstate(over="ignore", invalid="ignore"):
-            spread = (link.derivative(u + du) - link.derivative(u - du)
-                      + 4 * eps * (np.abs(link.derivative(u + du)) + np.abs(link.derivative(u - du))))
+            high, low = link.derivative(u + du), link.derivative(u - du)
+            spread = high - low + 4 * eps * (np.abs(high) + np.abs(low))
         spread = np.where(np.isfinite(spread), spread, np.inf)
         total, sum_err = weighted_row_sum(a, dphi, scales)  # certified; error ~16ε, not nε, of the terms
         data_term = total / norm

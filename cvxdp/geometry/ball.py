@@ -7,7 +7,7 @@ import numpy as np
 
 from cvxdp._validation import finite_array, positive_finite
 from cvxdp.conic.cones import Cone, ConeRows
-from cvxdp.geometry.domain import EPS, Domain, as_points
+from cvxdp.geometry.domain import EPS, Domain, as_points, ball_support
 
 
 class Ball(Domain):
@@ -57,8 +57,7 @@ class Ball(Domain):
 
     def support(self, directions: np.ndarray) -> np.ndarray:
         v = as_points(directions, self.dim)
-        # einsum, not BLAS: a row's bits must not depend on the batch it is evaluated in
-        return np.einsum("...d,d->...", v, self.center) + self.radius * np.linalg.norm(v, axis=-1)
+        return ball_support(v, self.center, self.radius)
 
     @property
     def diameter(self) -> float:

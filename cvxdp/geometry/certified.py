@@ -18,7 +18,7 @@ from cvxdp.error import DomainError, SolverError
 from cvxdp.geometry._conic_set import batched_support
 from cvxdp.geometry.ball import Ball
 from cvxdp.geometry.box import Box
-from cvxdp.geometry.domain import Domain
+from cvxdp.geometry.domain import Domain, ball_support
 from cvxdp.geometry.ellipsoid import Ellipsoid
 from cvxdp.geometry.intersection import Intersection
 from cvxdp.geometry.lens import Lens
@@ -52,13 +52,6 @@ def support_upper(region: Domain, v: np.ndarray) -> np.ndarray:
     return region.support_upper(v)
 
 
-def _row_dot(v: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """``<v_i, c>`` for each row, each from that row alone: an ``einsum`` loop, not a BLAS product,
-    whose rounding of a row can depend on the row's position and the matrix's size (measured for
-    ``d ≥ 8`` under one BLAS thread, review of 2026-12-02)."""
-    return np.einsum("...d,d->...", v, np.asarray(c, float))
-
-
 def per_row_support_upper(region: Domain, v: np.ndarray) -> np.ndarray:
     """An upper bound on ``σ_U(v)`` computed for each row of ``v`` from that row alone.
 
@@ -76,12 +69,12 @@ def per_row_support_upper(region: Domain, v: np.ndarray) -> np.ndarray:
     if isinstance(region, Intersection):
         c, r = region.bounding_ball()
         bounds = [per_row_support_upper(p, v) for p in region.parts]
-        bounds.append(_row_dot(v, c) + r * np.linalg.norm(v, axis=-1))
+        bounds.append(ball_support(v, c, r))
         return np.min(np.stack(bounds), axis=0)
     c, r = region.bounding_ball()
     if not np.isfinite(r):
         return np.full(v.shape[:-1], np.inf)
-    return _row_dot(v, c) + r * np.linalg.norm(v, axis=-1)
+    return ball_support(v, c, r)
 
 
 def row_support_bound(domain: Domain, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -20,7 +20,7 @@ from cvxdp.geometry._conic_set import (
     bounding_box,
     deep_interior_point,
 )
-from cvxdp.geometry.domain import as_points
+from cvxdp.geometry.domain import as_points, ball_support
 
 
 def compile_constraints(constraints: Sequence[cp.Constraint], w: cp.Variable) -> ConeRows:
@@ -107,8 +107,7 @@ class ConvexSet(ConicDomain):
         c, r = self._ball
         if not np.isfinite(r):
             return np.full(v.shape[:-1], np.inf)
-        # einsum: each row's <v, c> from itself (a BLAS product rounds a row by its position)
-        return np.einsum("...d,d->...", v, np.asarray(c, float)) + r * np.linalg.norm(v, axis=-1)
+        return ball_support(v, c, r)
 
     @property
     def diameter(self) -> float:

@@ -157,6 +157,14 @@ class Domain(abc.ABC):
         return f"{type(self).__name__}(dim={self.dim}, diameter≤{self.diameter:.4g})"
 
 
+def ball_support(v: np.ndarray, center: np.ndarray, radius: float) -> np.ndarray:
+    """``σ_{B(c, r)}(v) = <c, v> + r||v||`` for each row of ``v``, each from that row alone: an ``einsum``
+    loop, not a BLAS product, whose rounding of a row can depend on its position and the matrix's size
+    (measured for ``d ≥ 8`` under one BLAS thread, review of 2026-12-02) — a per-example quantity's bits
+    must not depend on the batch it is evaluated in."""
+    return np.einsum("...d,d->...", v, np.asarray(center, float)) + radius * np.linalg.norm(v, axis=-1)
+
+
 def as_points(points: np.ndarray, dim: int) -> np.ndarray:
     """``points`` as a float array whose last axis has length ``dim``."""
     arr = np.asarray(points, dtype=float)

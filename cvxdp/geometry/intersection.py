@@ -13,7 +13,7 @@ from cvxdp.geometry._conic_set import (
     bounding_box,
     deep_interior_point,
 )
-from cvxdp.geometry.domain import Domain, as_points
+from cvxdp.geometry.domain import Domain, as_points, ball_support
 
 
 class Intersection(ConicDomain):
@@ -63,8 +63,7 @@ class Intersection(ConicDomain):
         vals = [p.support_upper(directions) for p in self.parts]
         c, r = self._ball
         v = as_points(directions, self.dim)
-        # einsum: each row's <v, c> from itself (a BLAS product rounds a row by its position)
-        vals.append(np.einsum("...d,d->...", v, np.asarray(c, float)) + r * np.linalg.norm(v, axis=-1))
+        vals.append(ball_support(v, c, r))
         return np.min(np.stack(vals), axis=0)
 
     @property

@@ -1292,17 +1292,16 @@ def _register() -> dict[str, Scenario]:
                                     G_k=3.0),
             full_runs=full, coupled_runs=1))
     # a generic conic loss (no generalized-linear structure is recognized in a sum of atoms): its
-    # per-example program drops the quadratic objective CVXPY compiles huber to, so the brackets miss
-    # their share of α for an ordinary record (found by review, 2026-12-02) -- a refusal one record
-    # decides, measured, not fixed (SECURITY.md: compiling it as a cone needs the repair's auxiliary
-    # residual charged first)
+    # compiled program dropped CVXPY's quadratic objective, so its brackets missed their share of α
+    # for an ordinary record (found by review, 2026-12-02); compiled as a cone since the repaired
+    # multipliers are exactly dual feasible on the auxiliary columns (cvxdp.conic.exact_dual)
     out.append(Scenario(
         "generic-huber-plus-abs-ordinary-record/output-perturbation",
         "huber(r) + |r| (a generic conic loss) on a ball, n=40 rows of scale 1e-3, one replaced by the "
         "ordinary record x=(1, -0.5), y=0.4, G_k=3",
         _small_scale_pair, solve_fit(_generic_huber_abs_model, algorithm="output-perturbation",
                                      epsilon=1.0, moment_k=4.0, G_k=3.0),
-        full_runs=20, coupled_runs=1, same_tail=False, known_limitation=True))
+        full_runs=200, quick_runs=0, coupled_runs=1, same_tail=False))
     # the objective-perturbation baseline: one label that made Clarabel report the Huber problem
     # infeasible (refused in ~60% of runs) while the neighbour released (found by review, 2026-12-02)
     out.append(Scenario(

@@ -73,7 +73,13 @@ def project_simplex_rows(pi: np.ndarray) -> np.ndarray:
 
 
 def clip_to_ball(g: np.ndarray, radius: float) -> np.ndarray:
-    """Scale rows of ``g`` into the ball of the given radius (shrinking by a few ulps at the edge)."""
+    """Scale rows of ``g`` into the ball of the given radius (shrinking by a few ulps at the edge).
+
+    The float norm of a row of length ``d`` errs by less than ``(d/2 + 2)ε`` relatively, and the
+    scaling by two more roundings: a row whose float norm is within ``(d + 8)ε`` of the radius is
+    scaled to ``(1 − (d + 8)ε)`` of it, so every returned row lies in the ball in exact arithmetic.
+    """
     n = np.linalg.norm(g, axis=-1, keepdims=True)
-    scale = np.where(n > radius, radius / np.maximum(n, 1e-300) * (1 - 4 * EPS), 1.0)
+    slack = 1.0 - (np.shape(g)[-1] + 8.0) * EPS
+    scale = np.where(n > radius * slack, radius / np.maximum(n, 1e-300) * slack * slack, 1.0)
     return g * scale

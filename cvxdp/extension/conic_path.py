@@ -28,10 +28,12 @@ evaluated by us:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
 from cvxdp.conic.cones import Cone, in_dual, project_dual
+from cvxdp.conic.exact_dual import exact_aux_repair, exact_dot, exact_transpose_product, float_with_error
 from cvxdp.conic.program import ConicSettings, ProgramBuilder, solve
 from cvxdp.extension.blocks import EpigraphBlock
 from cvxdp.extension.certificates import (
@@ -45,7 +47,7 @@ from cvxdp.geometry import Ball, Domain, LocalizedDomain
 from cvxdp.geometry.certified import has_exact_support, support_rounding, support_upper
 from cvxdp.links import Link
 from cvxdp.loss import Examples
-from cvxdp.numerics import EPS, argument_rounding, rounding_margin
+from cvxdp.numerics import EPS, argument_rounding, float_down, float_up, rounding_margin
 
 
 @dataclass
@@ -174,12 +176,29 @@ def _region_support_fn(region: Domain, z_U: np.ndarray):
         kW = rows.n_rows
         c, r = region.bounding_ball()
         ball = Ball(c, r)
-    # σ_W(A_yᵀ z) ≤ bᵀ z for z ∈ K* with A_auxᵀ z = 0 (weak duality)
-    zW, ok = repair_aux_multipliers(z_U[:, :kW], base_rows.A_aux,
-                                    np.zeros((z_U.shape[0], base_rows.n_aux)), base_rows.cones)
-    s = zW @ base_rows.A_y
-    bound = zW @ base_rows.b + rounding_margin(zW * base_rows.b).sum(axis=-1)
-    bound = np.where(ok & np.isfinite(bound), bound, np.inf)
+    # σ_W(A_yᵀ z) ≤ bᵀ z for z ∈ K* with A_auxᵀ z = 0 exactly (weak duality; W's auxiliary
+    # variables are unbounded, so the equality is made exact per example by exact_aux_repair), and
+    # σ_U(v) ≤ σ_W(s) + σ_B(v − s) for s = A_yᵀ z, whose rounding costs max_B ||u|| per unit
+    m = z_U.shape[0]
+    zW, ok = repair_aux_multipliers(z_U[:, :kW], base_rows.A_aux, np.zeros((m, base_rows.n_aux)),
+                                    base_rows.cones)
+    if base_rows.n_aux == 0:  # nothing unbounded: the float products with their rounding charged
+        kW_rows = base_rows.A_y.shape[0]
+        s = zW @ base_rows.A_y
+        s_err = (kW_rows + 4.0) * EPS * np.linalg.norm(np.abs(zW) @ np.abs(base_rows.A_y), axis=1)
+        bound = (zW @ base_rows.b + rounding_margin(zW * base_rows.b).sum(axis=-1)
+                 + s_err * ball.norm_bound() * (1.0 + 8.0 * EPS))
+        bound = np.where(ok & np.isfinite(bound), bound, np.inf)
+    else:
+        s = np.zeros((m, base_rows.A_y.shape[1]))
+        bound = np.full(m, np.inf)
+        for i in np.flatnonzero(ok):
+            zq = exact_aux_repair(zW[i], base_rows.A_aux, np.zeros(base_rows.n_aux), base_rows.cones)
+            if zq is None:
+                continue
+            s[i], s_err = float_with_error(exact_transpose_product(base_rows.A_y, zq))
+            bound[i] = float_up(exact_dot(base_rows.b, zq)) + s_err * ball.norm_bound() * (1.0 + 4.0 * EPS)
+        bound = np.where(np.isfinite(bound), bound, np.inf)
 
     def fn(v: np.ndarray) -> np.ndarray:
         return np.minimum(bound + ball.support(v - s), ball.support(v))
@@ -309,13 +328,31 @@ def generic_bracket(examples: Examples, block: EpigraphBlock, region: Domain, w:
     c[:, d:d + nA] = obj_full[:, d + 1:]
     z, ok = repair_aux_multipliers(np.concatenate([batch.z_loss, batch.z_region], axis=1),
                                    A[:, :, d:], c[:, d:], cones)
-    # residual on y: for every feasible (y, aux, t): objective ≥ −bᵀz + <g, w> + r_yᵀ y
-    r_y = c[:, :d] + np.einsum("mkj,mk->mj", A[:, :, :d], z) - g
-    sig = support_upper(region, -r_y)
-    dual_const = -np.einsum("mk,mk->m", bvec, z) + block.offset
-    margin = rounding_margin(sig, block.offset) + 64 * EPS * (
-        np.abs(bvec * z).sum(axis=1) + np.linalg.norm(g, axis=1) * np.linalg.norm(w, axis=1))
-    beta = np.where(ok, dual_const - sig - margin, -np.inf)
+    # the float repair leaves a residual of rounding size on the auxiliary columns, whose variables
+    # nothing bounds: made exactly zero per example (exact_aux_repair), and the bound read off the
+    # exact multipliers — -bᵀz' exactly, the residual on y exactly and then rounded, its rounding
+    # charged through max_U ||y||
+    offset = np.broadcast_to(np.asarray(block.offset, float), (m,))
+    dual_lo = np.full(m, -np.inf)
+    r_y = np.zeros((m, d))
+    r_err = np.zeros(m)
+    for i in np.flatnonzero(ok):
+        zq = exact_aux_repair(z[i], A[i, :, d:], c[i, d:], cones)
+        if zq is None:
+            ok[i] = False
+            continue
+        dual_lo[i] = float_down(Fraction(float(offset[i])) - exact_dot(bvec[i], zq))
+        ry = exact_transpose_product(A[i, :, :d], zq)
+        r_y[i], r_err[i] = float_with_error([ry[j] + Fraction(float(c[i, j])) - Fraction(float(g[i, j]))
+                                             for j in range(d)])
+    # for every feasible (y, aux, t): objective ≥ −bᵀz' + <g, w> + r_yᵀ y ≥ ... − σ_U(−r_y)
+    with np.errstate(invalid="ignore", over="ignore"):
+        sig = support_upper(region, -r_y) + r_err * region.norm_bound() * (1.0 + 4.0 * EPS)
+        margin = (rounding_margin(dual_lo, sig)
+                  + 64 * EPS * np.linalg.norm(g, axis=1) * np.linalg.norm(w, axis=1))
+        beta = np.where(ok, dual_lo - sig - margin, -np.inf)
+        beta = np.where(np.isfinite(beta), beta, -np.inf)
     gw = np.einsum("md,md->m", g, w)
     lower = np.where(ok, gw + beta, -np.inf)
+    lower = np.where(np.isfinite(lower), lower, -np.inf)
     return BracketResult(upper=upper, lower=lower, g=g, beta=beta, y=y, pi=np.zeros(m)), ok

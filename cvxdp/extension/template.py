@@ -33,7 +33,14 @@ class ConicTemplate:
                 "affinely (for example one placeholder for the product y*x instead of y * (x @ w))."
             )
         prob = cp.Problem(cp.Minimize(loss.expr))
-        data, _, _ = prob.get_problem_data(cp.CLARABEL)
+        # a quadratic term must be a cone of the program: CVXPY would hand Clarabel a quadratic objective
+        # (P), which the affine map below does not carry — the certificate's dual then bounded the loss
+        # without it, a valid but loose bracket that refused wherever the quadratic mattered (found by
+        # review: huber(r) + |r| refused on one ordinary record)
+        data, _, _ = prob.get_problem_data(cp.CLARABEL, solver_opts={"use_quad_obj": False})
+        if data.get("P") is not None or getattr(data[cp.settings.PARAM_PROB], "P", None) is not None:
+            raise UncertifiableLossError("CVXPY compiled this loss with a quadratic objective, which cvxdp's "
+                                         "conic path cannot certify; write it with conic atoms.")
         dims = data["dims"]
         if dims.psd or dims.p3d or getattr(dims, "pnd", None):
             raise UncertifiableLossError("losses needing PSD or power cones cannot be certified by "

@@ -1302,6 +1302,16 @@ def _register() -> dict[str, Scenario]:
         _small_scale_pair, solve_fit(_generic_huber_abs_model, algorithm="output-perturbation",
                                      epsilon=1.0, moment_k=4.0, G_k=3.0),
         full_runs=200, quick_runs=0, coupled_runs=1, same_tail=False))
+    # the same loss on rows whose residuals sit far from the kink of |r|: the inactive side's multiplier
+    # is exactly 0, and the exact dual repair found no correction by scaling cone blocks alone — every
+    # fit on that side refused, its neighbour released (found by review of the repair, 2026-12-03)
+    out.append(Scenario(
+        "generic-huber-plus-abs-far-residuals/output-perturbation",
+        "huber(r) + |r| (a generic conic loss) on a ball, n=40 rows x ~ 0.1, y ~ 5 (residuals far from "
+        "|r|'s kink), one replaced by the ordinary record x=(1, -0.5), y=0.4, G_k=3",
+        _far_residual_pair, solve_fit(_generic_huber_abs_model, algorithm="output-perturbation",
+                                      epsilon=1.0, moment_k=4.0, G_k=3.0),
+        full_runs=200, quick_runs=0, coupled_runs=1, same_tail=False))
     # the objective-perturbation baseline: one label that made Clarabel report the Huber problem
     # infeasible (refused in ~60% of runs) while the neighbour released (found by review, 2026-12-02)
     out.append(Scenario(
@@ -1344,6 +1354,16 @@ def _small_scale_pair() -> tuple[dict, dict]:
     rng = np.random.default_rng(0)
     X = rng.normal(size=(40, 2)) * 1e-3
     y = X @ np.array([0.3, -0.2])
+    X1, y1 = X.copy(), y.copy()
+    X1[-1], y1[-1] = [1.0, -0.5], 0.4
+    return {"x": X, "y": y}, {"x": X1, "y": y1}
+
+
+def _far_residual_pair() -> tuple[dict, dict]:
+    """40 rows with labels far above their fits (x ~ 0.1, y ~ 5), and the same with the last row ordinary."""
+    rng = np.random.default_rng(0)
+    X = 0.1 + 0.05 * rng.normal(size=(40, 2))
+    y = 5.0 + rng.normal(size=40)
     X1, y1 = X.copy(), y.copy()
     X1[-1], y1[-1] = [1.0, -0.5], 0.4
     return {"x": X, "y": y}, {"x": X1, "y": y1}

@@ -54,7 +54,7 @@ def exp_dual_member(u: Fraction, v: Fraction, w: Fraction) -> bool:
         return False
     uf, vf, wf = float(u), float(v), float_down(w)
     ratio = vf / uf
-    if not (math.isfinite(ratio) and ratio <= 700.0):
+    if not (math.isfinite(ratio) and -700.0 <= ratio <= 700.0):  # exp's relative error holds there
         return False
     lhs = -uf * math.exp(ratio) * (1.0 + 32.0 * EPS * (abs(ratio) + 4.0))
     return lhs <= np.e * wf * (1.0 - 4.0 * EPS)
@@ -141,10 +141,12 @@ def exact_aux_repair(z: np.ndarray, A_aux: np.ndarray, c_aux: np.ndarray,
     linear system ``Σ s_b A_bᵀz_b + Σ δ_i A_iᵀ = −r`` for the exact residual ``r = c_aux + A_auxᵀz``
     is solved by Gauss–Jordan elimination on unknowns that a pivoted QR of its float copy picks
     (weighted by their room); unknowns the solution pushes past their bound are dropped and the
-    system solved again (at most 8 times).  ``None`` if no exact solution within the bounds is found.
+    system solved again, and so are the single coordinates of a second-order or exponential block
+    when the result leaves ``K*`` (at most 8 times).  ``None`` if no exact solution within the
+    bounds is found.
     """
     z = np.asarray(z, float)
-    k, n_aux = A_aux.shape
+    n_aux = A_aux.shape[1]
     if not (np.all(np.isfinite(z)) and np.all(np.isfinite(A_aux)) and np.all(np.isfinite(c_aux))):
         return None
     z = _into_cone(z, cones)
@@ -162,21 +164,28 @@ def exact_aux_repair(z: np.ndarray, A_aux: np.ndarray, c_aux: np.ndarray,
             unknowns += [(range(i, i + 1), False) for i in range(a, b)]
         elif any(z[a:b] != 0):
             unknowns.append((range(a, b), True))
-    Aq = [[Fraction(float(v)) for v in row] if np.any(row != 0) else None for row in A_aux]
-    zero = Fraction(0)
+            # an interior block's coordinates may also move one by one (the result's membership is
+            # decided exactly below): scaling alone couples the columns a block touches, and the
+            # unique solution may then need a multiplier at 0 to go negative (found by review)
+            unknowns += [(range(i, i + 1), False) for i in range(a, b)]
+    # A_aux's nonzero entries, exactly, by row: {row: [(column, value)]}
+    Aq: dict[int, list[tuple[int, Fraction]]] = {}
+    for i, j in zip(*np.nonzero(A_aux), strict=True):
+        Aq.setdefault(int(i), []).append((int(j), Fraction(float(A_aux[i, j]))))
 
-    def generator(rows: range, scaled: bool) -> list[Fraction]:
-        out = [zero] * n_aux
+    def generator(rows: range, scaled: bool) -> dict[int, Fraction]:
+        """The unknown's column of the system, sparse: ``A_bᵀz_b`` (scaled) or ``A_iᵀ`` (moved)."""
+        out: dict[int, Fraction] = {}
         for i in rows:
-            if Aq[i] is not None:
-                f = zq[i] if scaled else Fraction(1)
-                out = [o + f * a for o, a in zip(out, Aq[i], strict=True)]
-        return out
+            for j, a in Aq.get(i, ()):
+                out[j] = out.get(j, 0) + (zq[i] * a if scaled else a)
+        return {j: v for j, v in out.items() if v != 0}
 
     resid = [Fraction(float(c)) for c in c_aux]
-    for i in range(k):
-        if Aq[i] is not None and zq[i] != 0:
-            resid = [r + zq[i] * a for r, a in zip(resid, Aq[i], strict=True)]
+    for i, entries in Aq.items():
+        if zq[i] != 0:
+            for j, a in entries:
+                resid[j] += zq[i] * a
     if all(r == 0 for r in resid):
         return tuple(zq)
     gens = [generator(rows, scaled) for rows, scaled in unknowns]
@@ -185,32 +194,48 @@ def exact_aux_repair(z: np.ndarray, A_aux: np.ndarray, c_aux: np.ndarray,
     # prefer unknowns with room: a scaled block (up to −1), a free row, a positive multiplier
     room = np.array([1.0 if lo is None or scaled else float(-lo) / (1e-300 + float(np.max(np.abs(z))))
                      for (_, scaled), lo in zip(unknowns, lower, strict=True)])
-    candidates = [u for u, g in enumerate(gens) if any(v != 0 for v in g)]
+    candidates = [u for u, g in enumerate(gens) if g]
     for _ in range(8):  # an active set: drop the unknowns a solution pushed past their bound
         if not candidates:
             return None
-        G = np.array([[float(gens[u][j]) * (room[u] + 1e-6) for u in candidates] for j in range(n_aux)])
+        G = np.zeros((n_aux, len(candidates)))  # a float copy, only to choose the pivots
+        for col, u in enumerate(candidates):
+            for j, v in gens[u].items():
+                G[j, col] = float(v) * (room[u] + 1e-6)
         _, R, piv = scipy.linalg.qr(G, mode="economic", pivoting=True)
         diag = np.abs(np.diag(R))
         rank = int(np.sum(diag > 1e-12 * diag[0])) if diag.size and diag[0] > 0 else 0
         if rank == 0:
             return None
         chosen = [candidates[p] for p in piv[:rank]]
-        sol = _solve_exact([[gens[u][j] for u in chosen] for j in range(n_aux)], [-r for r in resid])
+        sol = _solve_exact([[gens[u].get(j, Fraction(0)) for u in chosen] for j in range(n_aux)],
+                           [-r for r in resid])
         if sol is None:
             return None
         bad = {u for u, step in zip(chosen, sol, strict=True) if lower[u] is not None and step < lower[u]}
         if bad:
             candidates = [u for u in candidates if u not in bad]
             continue
+        # z' = (1 + s_b) z_b on scaled blocks, then the coordinate moves: linear in the unknowns, as solved
+        trial = list(zq)
         for u, step in zip(chosen, sol, strict=True):
             rows, scaled = unknowns[u]
             if scaled:
                 for i in rows:
-                    zq[i] = zq[i] * (1 + step)
-            else:
-                zq[rows[0]] += step
-        return tuple(zq)
+                    trial[i] = trial[i] * (1 + step)
+        for u, step in zip(chosen, sol, strict=True):
+            rows, scaled = unknowns[u]
+            if not scaled:
+                trial[rows[0]] += step
+        if exact_member(trial, cones):
+            return tuple(trial)
+        # a coordinate move took a second-order or exponential block out of its cone: solve again
+        # with those blocks scaled only
+        in_block = {u for u in chosen if not unknowns[u][1]
+                    and _kind_at(cones, off, unknowns[u][0][0]) in ("soc", "exp")}
+        if not in_block:
+            return None
+        candidates = [u for u in candidates if u not in in_block]
     return None
 
 

@@ -44,7 +44,12 @@ from cvxdp.extension.certificates import (
 )
 from cvxdp.extension.reduced import BracketResult, _golden_max
 from cvxdp.geometry import Ball, Domain, LocalizedDomain
-from cvxdp.geometry.certified import has_exact_support, support_rounding, support_upper
+from cvxdp.geometry.certified import (
+    has_exact_support,
+    per_row_support_upper,
+    support_rounding,
+    support_upper,
+)
 from cvxdp.links import Link
 from cvxdp.loss import Examples
 from cvxdp.numerics import EPS, argument_rounding, float_down, float_up, rounding_margin
@@ -347,7 +352,9 @@ def generic_bracket(examples: Examples, block: EpigraphBlock, region: Domain, w:
                                              for j in range(d)])
     # for every feasible (y, aux, t): objective ≥ −bᵀz' + <g, w> + r_yᵀ y ≥ ... − σ_U(−r_y)
     with np.errstate(invalid="ignore", over="ignore"):
-        sig = support_upper(region, -r_y) + r_err * region.norm_bound() * (1.0 + 4.0 * EPS)
+        # per row (a polytope's batched LP would couple the rows' bounds), its formula's rounding charged
+        sig = (per_row_support_upper(region, -r_y) + support_rounding(region, d, np.linalg.norm(r_y, axis=1))
+               + r_err * region.norm_bound() * (1.0 + 4.0 * EPS))
         margin = (rounding_margin(dual_lo, sig)
                   + 64 * EPS * np.linalg.norm(g, axis=1) * np.linalg.norm(w, axis=1))
         beta = np.where(ok, dual_lo - sig - margin, -np.inf)

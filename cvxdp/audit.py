@@ -1312,6 +1312,18 @@ def _register() -> dict[str, Scenario]:
         _far_residual_pair, solve_fit(_generic_huber_abs_model, algorithm="output-perturbation",
                                       epsilon=1.0, moment_k=4.0, G_k=3.0),
         full_runs=200, quick_runs=0, coupled_runs=1, same_tail=False))
+    # a generic loss with a quadratic term and one record whose loss is 10⁶ times the others' (features 0,
+    # label 1000): the conic dual of that row carries the level, and the exact repair's correction on its
+    # rotated cone costs more than α — every fit on that side refuses (found by review, 2026-12-03;
+    # at label 300 both sides release; the code before refused from label ~100 with features 10).
+    # A measured, documented limitation of generic losses (SECURITY.md)
+    out.append(Scenario(
+        "generic-square-plus-abs-label-1e3/output-perturbation",
+        "sum_squares(r) + |r| (a generic conic loss) on the unit ball, d=1, n=20 rows y = 0.3 x, one "
+        "replaced by x=0, y=1000, G_k=3",
+        _square_label_pair, solve_fit(_generic_square_abs_model, algorithm="output-perturbation",
+                                      epsilon=1.0, moment_k=4.0, G_k=3.0),
+        full_runs=20, coupled_runs=1, same_tail=False, known_limitation=True))
     # the objective-perturbation baseline: one label that made Clarabel report the Huber problem
     # infeasible (refused in ~60% of runs) while the neighbour released (found by review, 2026-12-02)
     out.append(Scenario(
@@ -1356,6 +1368,25 @@ def _small_scale_pair() -> tuple[dict, dict]:
     y = X @ np.array([0.3, -0.2])
     X1, y1 = X.copy(), y.copy()
     X1[-1], y1[-1] = [1.0, -0.5], 0.4
+    return {"x": X, "y": y}, {"x": X1, "y": y1}
+
+
+def _generic_square_abs_model() -> Model:
+    from cvxdp.loss import Loss
+
+    w = cp.Variable(1)
+    x, y = cp.Parameter(1, name="x"), cp.Parameter(name="y")
+    r = x @ w - y
+    return Model(Loss(cp.sum_squares(r) + cp.abs(r), w, data=[x, y]), [cp.norm(w, 2) <= 1.0])
+
+
+def _square_label_pair() -> tuple[dict, dict]:
+    """20 rows y = 0.3 x, and the same with the last row x = 0, y = 1000."""
+    rng = np.random.default_rng(27)
+    X = rng.normal(size=(20, 1))
+    y = 0.3 * X[:, 0]
+    X1, y1 = X.copy(), y.copy()
+    X1[-1], y1[-1] = [0.0], 1000.0
     return {"x": X, "y": y}, {"x": X1, "y": y1}
 
 

@@ -14,10 +14,11 @@ bound by ``10⁻⁴``.  So the bound is valid only where ``r`` vanishes on those
 is already at rounding level (:func:`~cvxdp.extension.conic_path.repair_aux_multipliers`) and moves a
 few of their blocks by an exact rational correction with ``A_auxᵀ(z + δ) = −c_aux``
 exactly.  Multipliers of active cones sit on the boundary of ``K*``, so a correction that moves
-coordinates independently would leave it; instead each cone block is *scaled* (a cone is closed
-under positive scaling, exactly) and only the rows of zero cones move freely.  Membership of the
-starting blocks is decided exactly in rational arithmetic (an exponential block's transcendental
-inequality in float with every rounding charged).  Where the system has no exact
+their coordinates independently may leave it; each second-order or exponential block can therefore
+be *scaled* (a cone is closed under positive scaling, exactly), and single coordinates moved — a
+zero cone's freely, a nonnegative one's down to 0, a second-order or exponential block's where the
+result stays in the cone.  Membership is decided exactly in rational arithmetic (an exponential
+block's transcendental inequality in float with every rounding charged).  Where the system has no exact
 solution on those coordinates or the corrected point leaves ``K*``, the example gets ``None`` and its
 caller must not use a bound from it (fail closed).
 
@@ -137,7 +138,8 @@ def exact_aux_repair(z: np.ndarray, A_aux: np.ndarray, c_aux: np.ndarray,
     into ``K*`` (:func:`_into_cone`) and its membership decided exactly (:func:`exact_member`).  The
     correction then *scales* each second-order or exponential block — ``z'_b = (1 + s_b) z_b``, in
     the cone for every ``s_b ≥ −1`` since ``K*`` is a cone — and *moves* single coordinates: a zero
-    cone's freely (its dual is all of ``R``), a nonnegative one's by ``δ_i ≥ −z_i``.  The exact
+    cone's freely (its dual is all of ``R``), a nonnegative one's by ``δ_i ≥ −z_i``, a second-order
+    or exponential block's if the result's membership holds.  The exact
     linear system ``Σ s_b A_bᵀz_b + Σ δ_i A_iᵀ = −r`` for the exact residual ``r = c_aux + A_auxᵀz``
     is solved by Gauss–Jordan elimination on unknowns that a pivoted QR of its float copy picks
     (weighted by their room); unknowns the solution pushes past their bound are dropped and the

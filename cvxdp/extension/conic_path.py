@@ -19,10 +19,11 @@ evaluated by us:
   multipliers;
 * lower bound, generic losses — the conic dual ``−bᵀz`` of the compiled
   program with ``z`` projected onto the dual cone, the ``t``-column made exact,
-  the auxiliary columns' residual removed by a least-squares correction (then
-  membership re-checked), and the remaining residual on ``y`` charged
-  worst-case over ``U``.  If the correction leaves the dual cone, the example
-  is reported uncertified, never certified by assumption.
+  the auxiliary columns' residual reduced by a least-squares correction and
+  then removed exactly (:func:`~cvxdp.conic.exact_dual.exact_aux_repair`,
+  membership decided exactly), ``−bᵀz`` and the residual on ``y`` computed
+  exactly and the latter charged worst-case over ``U``.  If no exact correction
+  is found, the example is reported uncertified, never certified by assumption.
 """
 
 from __future__ import annotations
@@ -198,11 +199,15 @@ def _region_support_fn(region: Domain, z_U: np.ndarray):
         s = np.zeros((m, base_rows.A_y.shape[1]))
         bound = np.full(m, np.inf)
         for i in np.flatnonzero(ok):
-            zq = exact_aux_repair(zW[i], base_rows.A_aux, np.zeros(base_rows.n_aux), base_rows.cones)
-            if zq is None:
-                continue
-            s[i], s_err = float_with_error(exact_transpose_product(base_rows.A_y, zq))
-            bound[i] = float_up(exact_dot(base_rows.b, zq)) + s_err * ball.norm_bound() * (1.0 + 4.0 * EPS)
+            try:
+                zq = exact_aux_repair(zW[i], base_rows.A_aux, np.zeros(base_rows.n_aux), base_rows.cones)
+                if zq is None:
+                    raise ValueError
+                s[i], s_err = float_with_error(exact_transpose_product(base_rows.A_y, zq))
+                bound[i] = (float_up(exact_dot(base_rows.b, zq))
+                            + s_err * ball.norm_bound() * (1.0 + 4.0 * EPS))
+            except (ValueError, OverflowError):  # no exact correction, or beyond the float range: σ_B alone
+                s[i], bound[i] = 0.0, np.inf
         bound = np.where(np.isfinite(bound), bound, np.inf)
 
     def fn(v: np.ndarray) -> np.ndarray:
@@ -295,9 +300,13 @@ def generic_bracket(examples: Examples, block: EpigraphBlock, region: Domain, w:
     The multipliers of the loss rows and of ``U``'s rows are repaired jointly:
     alternating a least-squares step onto ``{A_auxᵀ z = −c_aux}`` (the columns
     of auxiliary variables, which are unbounded) with a projection onto
-    ``K*``.  An example is certified only if the final ``z ∈ K*`` leaves an
-    auxiliary residual at rounding level (``≤ 1e-12`` relative); the residual
-    on the ``y`` columns is charged exactly, as ``−σ_U(−r_y)``.
+    ``K*`` brings the auxiliary residual to rounding level (``≤ 1e-12``
+    relative), and :func:`~cvxdp.conic.exact_dual.exact_aux_repair` removes it
+    exactly — weak duality holds for every feasible point only then, since
+    nothing bounds the auxiliary variables.  For every feasible ``(y, aux, t)``
+    the objective is at least ``−bᵀz' + <g, w> − σ_U(−r_y)``: ``−bᵀz'`` and
+    ``r_y`` are computed exactly, ``r_y`` rounded with its error charged
+    through ``max_U ||y||``, ``σ_U`` bounded per row.
 
     Returns the bracket and a boolean array: ``False`` where the repair failed
     (the lower bound is then ``-inf``, never a guess).
@@ -342,14 +351,16 @@ def generic_bracket(examples: Examples, block: EpigraphBlock, region: Domain, w:
     r_y = np.zeros((m, d))
     r_err = np.zeros(m)
     for i in np.flatnonzero(ok):
-        zq = exact_aux_repair(z[i], A[i, :, d:], c[i, d:], cones)
-        if zq is None:
-            ok[i] = False
-            continue
-        dual_lo[i] = float_down(Fraction(float(offset[i])) - exact_dot(bvec[i], zq))
-        ry = exact_transpose_product(A[i, :, :d], zq)
-        r_y[i], r_err[i] = float_with_error([ry[j] + Fraction(float(c[i, j])) - Fraction(float(g[i, j]))
-                                             for j in range(d)])
+        try:
+            zq = exact_aux_repair(z[i], A[i, :, d:], c[i, d:], cones)
+            if zq is None:
+                raise ValueError
+            dual_lo[i] = float_down(Fraction(float(offset[i])) - exact_dot(bvec[i], zq))
+            ry = exact_transpose_product(A[i, :, :d], zq)
+            r_y[i], r_err[i] = float_with_error([ry[j] + Fraction(float(c[i, j])) - Fraction(float(g[i, j]))
+                                                 for j in range(d)])
+        except (ValueError, OverflowError):  # no exact correction, or a value beyond the float range
+            ok[i], dual_lo[i] = False, -np.inf
     # for every feasible (y, aux, t): objective ≥ −bᵀz' + <g, w> + r_yᵀ y ≥ ... − σ_U(−r_y)
     with np.errstate(invalid="ignore", over="ignore"):
         # per row (a polytope's batched LP would couple the rows' bounds), its formula's rounding charged

@@ -258,10 +258,9 @@ class LipschitzExtension:
                 todo = todo[~exactable[todo]]
         if todo.size:
             self._conic(W, examples, todo, res, method, glm, tol)
-        # fail closed: a lower bound above the upper bound proves one of them wrong — the generic conic
-        # path's repaired multipliers leave a residual on auxiliary columns that is not charged in full
-        # (found by review: max(sum_squares(w − x), |y|) with ||x|| = 224 put the lower bound 1.4e-4 above
-        # the extension and the upper bound) — so that example's lower bound and minorant are voided
+        # fail closed: a lower bound above the upper bound proves one of them wrong, so that example's
+        # lower bound and minorant are voided — a net (it caught the generic conic path's uncharged
+        # auxiliary residual, found by review, before that residual was made exactly zero)
         crossed = ~(res.lower <= res.upper)  # NaN too
         res.lower[crossed], res.beta[crossed] = -np.inf, -np.inf
         # a bracket is certified only with both ends finite and a width ≤ B (NaN fails)

@@ -32,9 +32,11 @@ Studies (d = 10, k = 4, ε = 1 unless varied; several seeds, medians with the
 * ``real``    — test loss at ε ∈ {0.5, 1, 4} on the real data sets, cvxdp with
   ``G_k="auto"`` and the baselines with a private ``Ĝ₂`` bought with 10% of ε.
 
-Methods: ``cvxdp`` (defaults: population localization, tight profile), ``cvxdp
-(paper)`` (the published constants), ``cvxdp ablation`` (one round of extension
-output perturbation on U = W), clipped output perturbation and noisy clipped GD
+Methods: ``cvxdp`` (defaults: ``algorithm="auto"``, tight profile), ``cvxdp,
+algorithm='population'`` (Algorithm 1 whatever ``"auto"`` would choose: the plan the rate is proved
+for), ``cvxdp (paper)`` (the published constants), ``cvxdp ablation`` (one round of extension
+output perturbation on U = W) — each given the public ``G_k`` and ``G₂`` the
+baselines' rules read —, clipped output perturbation and noisy clipped GD
 (public rule; and *in hindsight*: the best of a grid by the population risk —
 not private, a ceiling for the tuned baseline), and the non-private ERM.
 
@@ -46,6 +48,9 @@ is fine for a benchmark and never for a release.
 cores; ``--studies lower-bound`` alone about 7) and writes
 ``benchmarks/results/utility.{json,csv}``, the figures ``benchmarks/results/*.png`` and the results
 section of ``README.md``.
+``--methods cvxdp`` reruns only the named methods (short names in :data:`METHOD_KEYS`) and keeps every
+other figure from the existing ``utility.json`` — for a change to cvxdp's defaults, whose baselines
+are the same code and seeds; the results' header says which methods were rerun and when.
 ``--quick`` checks only the headline ordering at n = 10^5 (cvxdp < clipped output
 perturbation by its public rule on the high-leverage instance, every seed).
 """
@@ -76,14 +81,15 @@ CVXDP = "cvxdp"
 CVXDP_PAPER = "cvxdp (paper constants)"
 CVXDP_ABLATION = "cvxdp ablation: extension OP"
 CVXDP_CEILING = "cvxdp, C and λ in hindsight (one batch)"
+CVXDP_POPULATION = "cvxdp, algorithm='population'"
 OP_RULE = "clipped OP (public rule)"
 OP_HINDSIGHT = "clipped OP (hindsight)"
 GD_RULE = "noisy clipped GD (public rule)"
 GD_HINDSIGHT = "noisy clipped GD (hindsight)"
 OBJ_PERT = "objective perturbation (public rule)"
 NONPRIVATE = "non-private ERM"
-ALL_METHODS = (CVXDP, CVXDP_CEILING, CVXDP_PAPER, CVXDP_ABLATION, OP_RULE, OP_HINDSIGHT, GD_RULE,
-               GD_HINDSIGHT, OBJ_PERT, NONPRIVATE)
+ALL_METHODS = (CVXDP, CVXDP_POPULATION, CVXDP_CEILING, CVXDP_PAPER, CVXDP_ABLATION, OP_RULE, OP_HINDSIGHT,
+               GD_RULE, GD_HINDSIGHT, OBJ_PERT, NONPRIVATE)
 HUBER_M = 1.0
 MC_SAMPLES = 2_000_000
 STUDIES = ("n", "ceiling", "epsilon", "k", "smooth", "real", "lower-bound")
@@ -206,8 +212,8 @@ def run_cell(spec: dict) -> dict:
 
     def private(**kw):
         def fn():
-            r = cvxdp.PrivateProblem(model).solve(data, epsilon=eps, moment_k=k, G_k=G_k, random_state=seed,
-                                                  **kw)
+            r = cvxdp.PrivateProblem(model).solve(data, epsilon=eps, moment_k=k, G_k=G_k, G_2=G_2,
+                                                  random_state=seed, **kw)
             return r.w, {"C_first": r.steps[0].plan.C, "releases": len(r.steps)}
         return fn
 
@@ -218,6 +224,8 @@ def run_cell(spec: dict) -> dict:
         record(TRIVIAL, lambda: (np.zeros(d), {}))
     if spec["study"] == "lower-bound":
         out["bound"] = tight_bound(model, n, eps, k, G_k)
+    if CVXDP_POPULATION in methods:
+        record(CVXDP_POPULATION, private(algorithm="population"))
     if CVXDP_PAPER in methods:
         record(CVXDP_PAPER, private(profile="paper"))
     if CVXDP_ABLATION in methods:
@@ -264,14 +272,15 @@ def run_cell(spec: dict) -> dict:
 
 
 def tight_bound(model, n: int, eps: float, k: float, G_k: float) -> float:
-    """The tight profile's public excess-risk bound for the plan of cvxdp's default fit (before its tail
-    release: the public worst case), at the final phase: :func:`~cvxdp.plan.schedule.schedule_proxy`
-    with the schedule, ``ε_fit``, ``G₂`` and ``β`` the planner used."""
+    """The tight profile's public excess-risk bound for Algorithm 1's plan (before its tail release: the
+    public worst case), at the final phase: :func:`~cvxdp.plan.schedule.schedule_proxy` with the
+    schedule, ``ε_fit``, ``G₂`` and ``β`` the planner used — the telescoped Theorem 3.1 bound, which
+    the default's fit is compared with whichever plan ``algorithm="auto"`` ran."""
     import cvxdp
     from cvxdp.plan.planner import schedule_beta
     from cvxdp.plan.schedule import schedule_proxy
 
-    plan = cvxdp.PrivateProblem(model).plan(n=n, epsilon=eps, moment_k=k, G_k=G_k)
+    plan = cvxdp.PrivateProblem(model).plan(n=n, epsilon=eps, moment_k=k, G_k=G_k, algorithm="population")
     inp = plan.inputs
     return float(schedule_proxy(plan.schedule, inp.profile, d=inp.d, epsilon=plan.epsilon_fit, k=k,
                                 G_k=plan.G_k, G_2=plan.G_2, D=inp.D,
@@ -359,7 +368,7 @@ def summarize(cells: list[dict]) -> dict:
     studies = sorted({(r["study"], r["instance"], r["k"]) for r in rows
                       if r["study"] in ("n", "k", "lower-bound")})
     for study, inst, k in studies:
-        for m in (CVXDP, CVXDP_CEILING, OP_RULE):
+        for m in (CVXDP, CVXDP_POPULATION, CVXDP_CEILING, OP_RULE):
             pts = sorted((r["n"], r["median"]) for r in rows
                          if (r["study"], r["instance"], r["k"], r["method"]) == (study, inst, k, m))
             if len(pts) < 2:
@@ -382,20 +391,25 @@ def summarize(cells: list[dict]) -> dict:
 
 
 def lower_bound_targets(summary: dict) -> list[dict]:
-    """Per k on the lower-bound family: cvxdp's fitted slope in n against −(1 − 1/k) (within 0.15), and
-    its median excess risk against the tight profile's bound at every n."""
+    """Per k on the lower-bound family and per cvxdp row (the default, and Algorithm 1 alone — the plan
+    the rate is proved for): the fitted slope in n against −(1 − 1/k) (within 0.15), and the median
+    excess risk against the tight profile's bound at every n."""
     out = []
     ks = sorted({b["k"] for b in summary.get("lower_bound", [])})
     for k in ks:
-        slope = next((s for s in summary["slopes"] if (s["study"], s["method"], s["k"]) ==
-                      ("lower-bound", CVXDP, k)), None)
-        med = {r["n"]: r["median"] for r in summary["rows"]
-               if (r["study"], r["method"], r["k"]) == ("lower-bound", CVXDP, k)}
-        below = [med[b["n"]] <= b["bound"] for b in summary["lower_bound"] if b["k"] == k and b["n"] in med]
-        value = None if slope is None else slope["slope_private_regime"]
-        out.append({"k": k, "slope_private_regime": value, "theory": -(1.0 - 1.0 / k),
-                    "slope_within_0.15": value is not None and abs(value + 1.0 - 1.0 / k) <= 0.15,
-                    "below_bound_every_n": bool(below) and all(below)})
+        for method in (CVXDP, CVXDP_POPULATION):
+            slope = next((s for s in summary["slopes"] if (s["study"], s["method"], s["k"]) ==
+                          ("lower-bound", method, k)), None)
+            med = {r["n"]: r["median"] for r in summary["rows"]
+                   if (r["study"], r["method"], r["k"]) == ("lower-bound", method, k)}
+            if not med:
+                continue
+            below = [med[b["n"]] <= b["bound"] for b in summary["lower_bound"]
+                     if b["k"] == k and b["n"] in med]
+            value = None if slope is None else slope["slope_private_regime"]
+            out.append({"k": k, "method": method, "slope_private_regime": value, "theory": -(1.0 - 1.0 / k),
+                        "slope_within_0.15": value is not None and abs(value + 1.0 - 1.0 / k) <= 0.15,
+                        "below_bound_every_n": bool(below) and all(below)})
     return out
 
 
@@ -429,7 +443,8 @@ def _series(summary, study, instance, method, key="n", k=K):
     return [np.array(c) for c in zip(*pts, strict=True)] if pts else None
 
 
-STYLE = {CVXDP: ("C0", "o", "-"), CVXDP_CEILING: ("C4", "o", ":"), CVXDP_PAPER: ("C0", "x", ":"),
+STYLE = {CVXDP: ("C0", "o", "-"), CVXDP_POPULATION: ("C5", "o", "--"), CVXDP_CEILING: ("C4", "o", ":"),
+         CVXDP_PAPER: ("C0", "x", ":"),
          CVXDP_ABLATION: ("C9", "s", "--"),
          OP_RULE: ("C3", "^", "-"), OP_HINDSIGHT: ("C3", "^", ":"), GD_RULE: ("C2", "v", "-"),
          GD_HINDSIGHT: ("C2", "v", ":"), OBJ_PERT: ("C1", "P", "-"), NONPRIVATE: ("k", "D", "-")}
@@ -548,8 +563,10 @@ def _table(rows: list[dict], key: str) -> list[str]:
 
 def markdown(summary: dict, real: list[dict], tgt: dict, files: list[str], meta: dict,
              lower_tgt: list[dict] | None = None) -> str:
+    reruns = "".join(f"; {', '.join(r['methods'])} rerun on {r['date']} ({r['minutes']:.0f} min, "
+                     f"`--methods`), every other figure from the full run" for r in meta.get("reruns", []))
     lines = [f"Measured by `python benchmarks/bench_utility.py` on {meta['machine']} "
-             f"({meta['seeds']} seeds per cell, {meta['minutes']:.0f} min). Excess population risk, "
+             f"({meta['seeds']} seeds per cell, {meta['minutes']:.0f} min{reruns}). Excess population risk, "
              "median [25%, 75%]; *hindsight* rows pick the best of a grid by the population risk "
              "(not private: a ceiling for a tuned baseline).", ""]
     tables = [("n", "high-leverage", "n", "**High-leverage tail** (d = 10, ε = 1, k = 4)"),
@@ -602,7 +619,7 @@ def markdown(summary: dict, real: list[dict], tgt: dict, files: list[str], meta:
             ns = sorted({r["n"] for r in rows})
             lines.append(f"| k = {k:g} | " + " | ".join(f"n = {n:,}" for n in ns) + " |")
             lines.append("|---|" + "---|" * len(ns))
-            for m in (CVXDP, OP_RULE, TRIVIAL):
+            for m in (CVXDP, CVXDP_POPULATION, OP_RULE, TRIVIAL):
                 cells_m = {r["n"]: r for r in rows if r["method"] == m}
                 if cells_m:
                     lines.append(f"| {m} | " + " | ".join(_cell(cells_m[n]) if n in cells_m else "–"
@@ -613,7 +630,8 @@ def markdown(summary: dict, real: list[dict], tgt: dict, files: list[str], meta:
             lines.append("")
         for t in lower_tgt or []:
             slope = "–" if t["slope_private_regime"] is None else f"{t['slope_private_regime']:.2f}"
-            lines.append(f"- k = {t['k']:g}: cvxdp's slope {slope} vs {t['theory']:.2f} (within 0.15: "
+            lines.append(f"- k = {t['k']:g}, {t.get('method', CVXDP)}: slope {slope} vs {t['theory']:.2f} "
+                         "(within 0.15: "
                          f"{t['slope_within_0.15']}); at or below the bound at every n: "
                          f"{t['below_bound_every_n']}")
         lines.append("")
@@ -648,6 +666,38 @@ def update_readme(text: str) -> None:
 
 # ----------------------------------------------------------------------------- driver
 
+#: Short names for ``--methods``.
+METHOD_KEYS = {"cvxdp": CVXDP, "population": CVXDP_POPULATION,
+               "ceiling": CVXDP_CEILING, "paper": CVXDP_PAPER, "ablation": CVXDP_ABLATION,
+               "op": OP_RULE, "op-hindsight": OP_HINDSIGHT, "gd": GD_RULE, "gd-hindsight": GD_HINDSIGHT,
+               "objective": OBJ_PERT, "nonprivate": NONPRIVATE, "trivial": TRIVIAL}
+
+
+def _cell_key(c: dict) -> tuple:
+    return (c.get("part", c["study"]), c["instance"], c["n"], c["epsilon"], c["seed"], c["k"])
+
+
+def merge_methods(kept: list[dict], new: list[dict], methods: set[str]) -> list[dict]:
+    """``kept`` with the figures of ``methods`` (and the lower-bound cells' bound) replaced by ``new``'s.
+
+    Every new cell must match a kept one (same study part, instance, n, ε, seed and k): a rerun of some
+    methods never adds cells whose other methods were not measured.
+    """
+    index = {_cell_key(c): c for c in new}
+    merged = []
+    for c in kept:
+        fresh = index.pop(_cell_key(c), None)
+        if fresh is not None:
+            c = {**c, **({"bound": fresh["bound"]} if "bound" in fresh else {})}
+            for field in ("excess", "seconds", "params"):
+                c[field] = {**{m: v for m, v in c[field].items() if m not in methods}, **fresh[field]}
+        merged.append(c)
+    if index:
+        raise SystemExit(f"{len(index)} rerun cells have no counterpart in results/utility.json; run "
+                         "those studies whole")
+    return merged
+
+
 def specs_full(seeds: int, studies: tuple[str, ...] = STUDIES) -> list[dict]:
     specs = []
     # objective perturbation needs smoothness; the ceiling is its own part (the same cells, run once)
@@ -680,7 +730,7 @@ def specs_full(seeds: int, studies: tuple[str, ...] = STUDIES) -> list[dict]:
             for n in (1_000, 3_000, 10_000, 30_000, 100_000):
                 for s in range(seeds):
                     specs.append({"study": "lower-bound", "instance": "lower-bound", "n": n, "epsilon": 1.0,
-                                  "seed": s, "k": k, "methods": (CVXDP, OP_RULE, TRIVIAL)})
+                                  "seed": s, "k": k, "methods": (CVXDP, CVXDP_POPULATION, OP_RULE, TRIVIAL)})
     if "smooth" in studies:
         for n in (10_000, 100_000):
             for s in range(seeds):
@@ -703,6 +753,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--studies", type=str, default=",".join(STUDIES),
                         help="comma-separated subset of " + ", ".join(STUDIES) + "; a subset replaces "
                         "those studies in an existing benchmarks/results/utility.json and keeps the rest")
+    parser.add_argument("--methods", type=str, default=None,
+                        help="comma-separated subset of " + ", ".join(METHOD_KEYS) + ": rerun only these "
+                        "methods in the chosen studies and keep every other method's figures from "
+                        "benchmarks/results/utility.json (for a change that touches those methods only; "
+                        "the real-data study is always rerun whole)")
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
     if args.quick:
@@ -732,6 +787,14 @@ def main(argv: list[str] | None = None) -> dict:
         cells, real, meta = kept["cells"], kept["real"], kept["meta"]
     else:
         specs = specs_full(seeds, studies)
+        only = None
+        if args.methods is not None:
+            keys = [x.strip() for x in args.methods.split(",") if x.strip()]
+            if set(keys) - set(METHOD_KEYS) or not previous.exists():
+                parser.error(f"--methods takes {', '.join(METHOD_KEYS)} and needs an existing {previous}")
+            only = {METHOD_KEYS[x] for x in keys}
+            specs = [{**sp, "methods": tuple(m for m in sp["methods"] if m in only)} for sp in specs]
+            specs = [sp for sp in specs if sp["methods"]]
         real_specs = [{"dataset": ds, "epsilon": e, "seed": s} for ds in ("engel", "breast-cancer", "randhie")
                       for e in (0.5, 1.0, 4.0) for s in range(seeds)] if "real" in studies else []
         try:
@@ -744,7 +807,15 @@ def main(argv: list[str] | None = None) -> dict:
             real = list(tqdm(pool.map(run_real, real_specs), total=len(real_specs), desc="real-data cells"))
         minutes = (time.perf_counter() - t0) / 60.0
         meta["minutes_by_studies"] = {",".join(studies): minutes}
-        if set(studies) != set(STUDIES) and previous.exists():
+        if only is not None:
+            kept = json.loads(previous.read_text())
+            cells = merge_methods(kept["cells"], cells, only)
+            if "real" not in studies:
+                real = kept.get("real", [])
+            meta = {**kept["meta"], "reruns": [*kept["meta"].get("reruns", []), {
+                "methods": sorted(only), "studies": list(studies), "minutes": minutes,
+                "date": time.strftime("%Y-%m-%d")}]}
+        elif set(studies) != set(STUDIES) and previous.exists():
             kept = json.loads(previous.read_text())
             cells = [c for c in kept["cells"] if c.get("part", c["study"]) not in studies] + cells
             if "real" not in studies:
@@ -755,7 +826,8 @@ def main(argv: list[str] | None = None) -> dict:
                 left = [x for x in key.split(",") if x not in studies]
                 if left:
                     meta["minutes_by_studies"][",".join(left)] = value
-        meta["minutes"] = sum(meta["minutes_by_studies"].values())
+        if only is None:
+            meta["minutes"] = sum(meta["minutes_by_studies"].values())
     summary = summarize(cells)
     bias = clipping_bias_curve()
     tgt = targets(summary)

@@ -1086,6 +1086,11 @@ def _register() -> dict[str, Scenario]:
             f"lad-label-1e10/{algorithm}",
             f"LAD n=40, one label 1e10 vs 1, PrivateProblem.solve(algorithm={algorithm!r}), defaults",
             label_pair, solve_fit(lad1, algorithm=algorithm, **defaults), full_runs=full, quick_runs=quick))
+    out.append(Scenario(
+        "lad-label-1e10/auto-clip-rule",
+        "LAD n=40, one label 1e10 vs 1, defaults with a public G_2 = G_k/2 (algorithm='auto' runs the "
+        "clip rule)",
+        label_pair, solve_fit(lad1, G_2=1.0, **defaults), full_runs=2000, quick_runs=150))
     estimators = (("lad", PrivateLADRegressor, False), ("quantile", PrivateQuantileRegressor, False),
                   ("svm", PrivateLinearSVM, True))
     for short, cls, classification in estimators:
@@ -1094,8 +1099,15 @@ def _register() -> dict[str, Scenario]:
 
         out.append(Scenario(
             f"estimator-row-1e12/{short}",
-            f"{cls.__name__} n=300, one row with |x|, |y| = 1e12, defaults (population)",
-            pair, estimator_fit(cls, G_k=3.0), full_runs=20, coupled_runs=1, same_tail=False))
+            f"{cls.__name__}(algorithm='population') n=300, one row with |x|, |y| = 1e12",
+            pair, estimator_fit(cls, G_k=3.0, algorithm="population"), full_runs=20, coupled_runs=1,
+            same_tail=False))
+        out.append(Scenario(
+            f"estimator-row-1e12/{short}/auto-clip-rule",
+            f"{cls.__name__}(G_2=1, tail_share=0.1) n=300, one row with |x|, |y| = 1e12 (algorithm='auto': "
+            "the clip rule, C = the tail histogram's G₂ estimate, which the row's count moves)",
+            pair, estimator_fit(cls, G_k=3.0, G_2=1.0, tail_share=0.1), full_runs=2000,
+            quick_runs=60 if short == "lad" else 0, coupled_runs=1, same_tail=False))
         out.append(Scenario(
             f"estimator-row-1e12/{short}/output-perturbation",
             f"{cls.__name__}(algorithm='output-perturbation') n=300, one row with |x|, |y| = 1e12",
@@ -1111,8 +1123,9 @@ def _register() -> dict[str, Scenario]:
             full_runs=2000, quick_runs=150))
     out.append(Scenario(
         "max-affine-steep-row/public-G/population",
-        "max_affine(w, 2) n=300, a never-active steep row 100·e1 vs 100·e2, G_k=2, defaults (population)",
-        max_affine_pair, solve_fit(_max_affine_model, epsilon=1.0, moment_k=4.0, G_k=2.0),
+        "max_affine(w, 2) n=300, a never-active steep row 100·e1 vs 100·e2, G_k=2, algorithm='population'",
+        max_affine_pair, solve_fit(_max_affine_model, epsilon=1.0, moment_k=4.0, G_k=2.0,
+                                   algorithm="population"),
         full_runs=20, coupled_runs=1))
     out.append(Scenario(
         "tail-edge/auto-G/output-perturbation",
@@ -1133,8 +1146,15 @@ def _register() -> dict[str, Scenario]:
 
         text = "{1x39, 0} vs {1x40}" if kind == "flip" else "{0x39, 1} vs {0x40} (one class)"
         out.append(Scenario(
-            f"svm-{kind}/population", f"PrivateLinearSVM(classes=(0, 1)) n=40, labels {text}, defaults",
-            pair, estimator_fit(PrivateLinearSVM, classes=(0, 1), G_k=2.0), full_runs=40, coupled_runs=2))
+            f"svm-{kind}/population",
+            f"PrivateLinearSVM(classes=(0, 1), algorithm='population') n=40, labels {text}",
+            pair, estimator_fit(PrivateLinearSVM, classes=(0, 1), G_k=2.0, algorithm="population"),
+            full_runs=40, coupled_runs=2))
+        out.append(Scenario(
+            f"svm-{kind}/auto-clip-rule",
+            f"PrivateLinearSVM(classes=(0, 1), G_2=1) n=40, labels {text} (algorithm='auto': the clip rule)",
+            pair, estimator_fit(PrivateLinearSVM, classes=(0, 1), G_k=2.0, G_2=1.0), full_runs=2000,
+            quick_runs=0, coupled_runs=2))
         out.append(Scenario(
             f"svm-{kind}/output-perturbation",
             f"PrivateLinearSVM(classes=(0, 1), algorithm='output-perturbation') n=40, labels {text}",

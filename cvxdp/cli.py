@@ -37,7 +37,7 @@ def demo(argv: list[str] | None = None) -> int:
                         help="default: the loss the dataset was made for")
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--profile", choices=["tight", "paper"], default="tight")
-    parser.add_argument("--algorithm", choices=list(ALGORITHMS), default="population")
+    parser.add_argument("--algorithm", choices=list(ALGORITHMS), default="auto")
     parser.add_argument("--n", type=int, default=20_000, help="training examples")
     parser.add_argument("--d", type=int, default=10, help="features")
     parser.add_argument("--moment-k", type=float, default=4.0)

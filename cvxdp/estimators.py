@@ -64,7 +64,7 @@ class _PrivateLinearModel(BaseEstimator):
 
     def __init__(self, *, epsilon: float = 1.0, moment_k: float = 4.0, G_k: float | str | None = None,
                  G_2: float | None = None, radius: float = 1.0, fit_intercept: bool = True,
-                 algorithm: str = "population", profile: str = "tight", delta: float = 0.1,
+                 algorithm: str = "auto", profile: str = "tight", delta: float = 0.1,
                  tail_share: float | None = None, tail_range: tuple[float, float] | None = None,
                  random_state: object = None, accountant: object = None, diagnostics: bool = False,
                  progress: bool = False, center: object = None, solver: str | None = None) -> None:
@@ -366,7 +366,7 @@ class PrivateLinearSVM(ClassifierMixin, _PrivateLinearModel):
 
     def __init__(self, *, classes: object = (-1, 1), epsilon: float = 1.0, moment_k: float = 4.0,
                  G_k: float | str | None = None, G_2: float | None = None, radius: float = 1.0,
-                 fit_intercept: bool = True, algorithm: str = "population", profile: str = "tight",
+                 fit_intercept: bool = True, algorithm: str = "auto", profile: str = "tight",
                  delta: float = 0.1, tail_share: float | None = None,
                  tail_range: tuple[float, float] | None = None, random_state: object = None,
                  accountant: object = None, diagnostics: bool = False, progress: bool = False,
@@ -463,7 +463,7 @@ class PrivateQuantileRegressor(_Regressor):
 
     def __init__(self, *, quantile: float = 0.5, epsilon: float = 1.0, moment_k: float = 4.0,
                  G_k: float | str | None = None, G_2: float | None = None, radius: float = 1.0,
-                 fit_intercept: bool = True, algorithm: str = "population", profile: str = "tight",
+                 fit_intercept: bool = True, algorithm: str = "auto", profile: str = "tight",
                  delta: float = 0.1, tail_share: float | None = None,
                  tail_range: tuple[float, float] | None = None, random_state: object = None,
                  accountant: object = None, diagnostics: bool = False, progress: bool = False,

@@ -7,7 +7,12 @@
 
 Algorithms (``algorithm=``):
 
-``"population"`` (default)
+``"auto"`` (default)
+    A public choice from ``n ε / d`` (:mod:`cvxdp.plan.auto`): ``"population"`` from
+    :data:`~cvxdp.plan.auto.POPULATION_FROM` on, below it ``"recursive"`` with the clip rule's
+    constants ``C = G₂``, ``λ = 4C sqrt(d/(nε))/D`` (where localization with adaptive constants
+    cannot yet pay for its worst-case bounds).  ``result.algorithm`` and the plan say which ran.
+``"population"``
     Algorithm 1 over Algorithm 3 over Algorithm 2 — the paper's method, with the
     optimal heavy-tailed rate.
 ``"recursive"``
@@ -180,7 +185,7 @@ class PrivateProblem:
 
     @_no_floating_point_warnings
     def solve(self, data: Mapping, *, epsilon: float, moment_k: float, G_k: float | str,
-              G_2: float | None = None, algorithm: str = "population", profile: str | Profile = "tight",
+              G_2: float | None = None, algorithm: str = "auto", profile: str | Profile = "tight",
               delta: float = 0.1, localize: bool = True, random_state: object = None,
               erm: ERMSettings | None = None, tail_share: float | None = None,
               tail_range: tuple[float, float] | None = None,
@@ -227,7 +232,8 @@ class PrivateProblem:
         tail_share:
             Share of ε spent on a private histogram of the per-example Lipschitz
             constants, which calibrates the extension's bias (tight profile;
-            default 0.1 when the loss allows it, 0 for the paper profile).
+            default 0.1 when the loss allows it, 0 for the paper profile, and 0 when
+            ``algorithm="auto"`` runs the clip rule with a public ``G_2``: see :mod:`cvxdp.plan.auto`).
         tail_range:
             Public range ``(low, high)`` of the per-example Lipschitz constants for
             the histogram's geometric grid.  Default ``(1e-4 G_k, 1e4 G_k)``, or

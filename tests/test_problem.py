@@ -57,7 +57,7 @@ def test_noise_scales_do_not_depend_on_the_data(algorithm, profile):
         assert model.domain.contains(r.w)
 
 
-@pytest.mark.parametrize("algorithm", ["population", "output-perturbation"])
+@pytest.mark.parametrize("algorithm", ["auto", "population", "output-perturbation"])
 def test_noise_scales_depend_only_on_released_tail_estimates(algorithm):
     """With the private tail histogram, scales are functions of public inputs and that DP release.
 
@@ -106,7 +106,7 @@ def test_public_clip_is_used_in_every_round_and_keeps_scales_public(algorithm):
 def test_ledger_accounts_parallel_batches():
     task, model = _lad(n=4000)
     r = PrivateProblem(model).solve({"x": task.X_train, "y": task.y_train}, epsilon=0.7, moment_k=4,
-                                    G_k=task.G(4.0), random_state=1)
+                                    G_k=task.G(4.0), random_state=1, algorithm="population")
     spent = r.ledger.per_example()
     assert r.ledger.spent == pytest.approx(0.7)
     assert np.all(spent <= 0.7 + 1e-12)
@@ -143,13 +143,14 @@ def test_bad_arguments_are_refused_before_any_noise(override, error):
     ({"x": np.full((500, 3), np.nan), "y": np.zeros(500)}, DataError),
     ({"x": np.ones((500, 3)), "y": np.full(500, np.inf)}, DataError),
     ({"x": np.ones((500, 2)), "y": np.zeros(500)}, DataError),
-    ({"x": np.ones((12, 3)), "y": np.zeros(12)}, ParameterError),  # too few for the schedule
+    ({"x": np.ones((12, 3)), "y": np.zeros(12)}, ParameterError),  # too few for Algorithm 1's schedule
 ])
 def test_bad_data_refused_before_any_noise(data, error):
     _, model = _lad(n=10)
     src = CountingSource(0)
     with pytest.raises(error):
-        PrivateProblem(model).solve(data, epsilon=1.0, moment_k=4, G_k=3.0, random_state=src)
+        PrivateProblem(model).solve(data, epsilon=1.0, moment_k=4, G_k=3.0, random_state=src,
+                                    algorithm="population")
     assert src.draws == 0
 
 

@@ -18,10 +18,11 @@ import numpy as np
 
 from cvxdp._validation import MOMENT_MAX, at_least, positive_finite, privacy_epsilon, probability
 from cvxdp.error import ParameterError, UncertifiableLossError
+from cvxdp.plan.auto import choose_algorithm, heavy_tail, uses_clip_rule
 from cvxdp.plan.profiles import Profile, get_profile
 from cvxdp.plan.schedule import phase_schedule
 
-ALGORITHMS = ("population", "recursive", "output-perturbation")
+ALGORITHMS = ("auto", "population", "recursive", "output-perturbation")
 
 
 def _positive_int_or_none(name: str, value: object) -> int | None:
@@ -74,6 +75,13 @@ class PublicInputs:
     #: a fit with ``G_k="auto"`` may plan for when the histogram sees nothing (the default grid's top is
     #: no one's bound).
     declared_tail_range: bool = False
+    #: Whether the plan is Algorithm 3 with the clip rule's ``C`` and ``λ`` (:mod:`cvxdp.plan.auto`);
+    #: set only when ``algorithm="auto"`` is resolved by :meth:`with_n`.
+    clip_rule: bool = False
+    #: Whether ``algorithm`` was chosen by ``"auto"`` (from ``n ε / d``, :mod:`cvxdp.plan.auto`).
+    auto_algorithm: bool = False
+    #: Whether ``tail_share`` was passed (``False``: the default share above).
+    tail_share_given: bool = False
 
     @property
     def auto(self) -> bool:
@@ -81,13 +89,23 @@ class PublicInputs:
         return isinstance(self.G_k, str)
 
     @property
+    def histogram_share(self) -> float:
+        """The share of ε the private tail histogram spends: ``tail_share``, except 0 for the clip rule
+        (:mod:`cvxdp.plan.auto`, chosen only with public ``G_k`` and ``G_2``) when neither
+        ``tail_share`` nor ``tail_range`` was passed — the histogram would only estimate the ``G₂``
+        already given, so its default share goes to the fit instead.  A function of public inputs."""
+        if self.clip_rule and not self.tail_share_given and not self.declared_tail_range:
+            return 0.0
+        return self.tail_share
+
+    @property
     def tail_epsilon(self) -> float:
         """``ε`` of the private tail histogram (0 when there is none)."""
-        return self.tail_share * self.epsilon
+        return self.histogram_share * self.epsilon
 
     @classmethod
     def from_options(cls, *, d: int, D: float, structured: bool, epsilon: float, moment_k: float,
-                     G_k: float | str, G_2: float | None = None, algorithm: str = "population",
+                     G_k: float | str, G_2: float | None = None, algorithm: str = "auto",
                      profile: str | Profile = "tight", delta: float = 0.1, localize: bool = True,
                      tail_share: float | None = None, tail_range: tuple[float, float] | None = None,
                      lambda_scale: float | None = None, lambda_growth: float | None = None,
@@ -130,6 +148,7 @@ class PublicInputs:
         if algorithm not in ALGORITHMS:
             raise ParameterError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}.")
         prof = get_profile(profile)
+        tail_share_given = tail_share is not None
         if tail_share is None:
             tail_share = 0.1 if (prof.name == "tight" and structured) or auto else 0.0
         if isinstance(tail_share, bool | np.bool_) or not isinstance(tail_share, numbers.Real) \
@@ -167,7 +186,8 @@ class PublicInputs:
                      algorithm=algorithm, profile=prof, localize=localize, tail_share=tail_share,
                      tail_grid=grid, lambda_scale=lambda_scale, lambda_growth=lambda_growth,
                      max_phases=max_phases, lam=lam, boosting_groups=boosting_groups,
-                     structured=bool(structured), declared_tail_range=tail_range is not None)
+                     structured=bool(structured), declared_tail_range=tail_range is not None,
+                     tail_share_given=tail_share_given)
         return inputs if n is None else inputs.with_n(n)
 
     def with_n(self, n: int) -> PublicInputs:
@@ -175,18 +195,28 @@ class PublicInputs:
 
         ``n`` is public (replace-one neighbours share it), so this refusal depends on public
         values only; for Algorithm 1 it checks that the halving schedule has a first phase.
+        ``algorithm="auto"`` is resolved here, from ``n ε / d`` and the options
+        (:func:`~cvxdp.plan.auto.choose_algorithm`): public too.
         """
         if isinstance(n, bool) or not isinstance(n, int):
             raise ParameterError(f"n must be an integer number of examples, got {type(n).__name__}.")
         if n < max(10, 2 * self.d):
             raise ParameterError(f"n = {n} examples are too few; at least {max(10, 2 * self.d)} needed.")
-        if self.algorithm == "population":  # the planner's group count, from n, d and δ alone
-            groups = self.boosting_groups
+        inputs = self
+        if self.algorithm == "auto" or self.auto_algorithm:
+            may_clip = heavy_tail(self.G_k, self.G_2) and uses_clip_rule(
+                self.profile, lam=self.lam, lambda_scale=self.lambda_scale, lambda_growth=self.lambda_growth,
+                max_phases=self.max_phases, boosting_groups=self.boosting_groups, localize=self.localize)
+            algorithm, clip = choose_algorithm(n=int(n), d=self.d, epsilon=self.epsilon, D=self.D,
+                                               moment_k=self.moment_k, delta=self.delta,
+                                               profile=self.profile, may_clip=may_clip)
+            inputs = replace(self, algorithm=algorithm, clip_rule=clip, auto_algorithm=True)
+        if inputs.algorithm == "population":  # the planner's group count, from n, d and δ alone
+            groups = inputs.boosting_groups
             if groups is None:
-                first = phase_schedule(n, self.d, self.epsilon, self.moment_k, 1.0, 1.0, self.D, 1)
-                groups = self.profile.boosting_groups(first.phases, self.delta)
-            phase_schedule(n, self.d, self.epsilon, self.moment_k, 1.0, 1.0, self.D, groups)
-        return replace(self, n=int(n))
-
+                first = phase_schedule(n, inputs.d, inputs.epsilon, inputs.moment_k, 1.0, 1.0, inputs.D, 1)
+                groups = inputs.profile.boosting_groups(first.phases, inputs.delta)
+            phase_schedule(n, inputs.d, inputs.epsilon, inputs.moment_k, 1.0, 1.0, inputs.D, groups)
+        return replace(inputs, n=int(n))
 
 __all__ = ["ALGORITHMS", "PublicInputs"]

@@ -30,6 +30,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from cvxdp.error import ParameterError
+from cvxdp.plan.auto import CLIP_TAIL_RATIO, POPULATION_FROM, clip_rule, heavy_tail
 from cvxdp.plan.inputs import PublicInputs
 from cvxdp.plan.profiles import RoundPlan, TightProfile
 from cvxdp.plan.schedule import (
@@ -147,7 +148,9 @@ class ReleasePlan:
         of the released tail histogram): it may be published with the model.
         """
         inp = self.inputs
-        lines = [f"release plan: {ALGORITHM_NAMES[inp.algorithm]}, profile {self.profile_name}",
+        lines = [f"release plan: {ALGORITHM_NAMES[inp.algorithm]}, profile {self.profile_name}"
+                 + (", C = G₂ and λ = 4C·sqrt(d/(nε))/D (the clip rule)" if inp.clip_rule else ""),
+                 *([f"  chosen by algorithm='auto': {self._auto_reason()}"] if inp.auto_algorithm else []),
                  f"  ε = {inp.epsilon:.6g} in total on n = {inp.n} examples; d = {inp.d}, domain diameter "
                  f"D = {inp.D:.4g}; moment bound k = {inp.moment_k:g}, "
                  + ("G_k from the tail release" if inp.auto and self.provisional
@@ -197,6 +200,19 @@ class ReleasePlan:
                      "on a grid of spacing the power of two ≥ s (a floating-point defence; see SECURITY.md).")
         return "\n".join(lines)
 
+    def _auto_reason(self) -> str:
+        """Why ``algorithm="auto"`` chose this plan (public inputs only)."""
+        inp = self.inputs
+        ratio = inp.n * inp.epsilon / inp.d
+        if not inp.clip_rule:
+            if not heavy_tail(inp.G_k, inp.G_2):
+                return f"no public G_2 ≤ {CLIP_TAIL_RATIO:g}·G_k (a heavy tail) to clip at"
+            return (f"n·ε/d = {ratio:.4g} ≥ {POPULATION_FROM:g}" if ratio >= POPULATION_FROM
+                    else "an option fixes the adaptive plan's constants")
+        return (f"G_2/G_k ≤ {CLIP_TAIL_RATIO:g} and n·ε/d = {ratio:.4g} < {POPULATION_FROM:g}"
+                if ratio < POPULATION_FROM
+                else f"n·ε/d = {ratio:.4g}, but n is too small for Algorithm 1's phases")
+
     @property
     def adaptive_clip(self) -> bool:
         """Whether each round's ``C`` is chosen with the released tail histogram."""
@@ -213,9 +229,9 @@ class Planner:
         self.inputs = inputs
 
     def tail_release(self) -> TailReleasePlan | None:
-        """The histogram's plan, or ``None`` when ``tail_share == 0``."""
+        """The histogram's plan, or ``None`` when its share is 0 (:attr:`PublicInputs.histogram_share`)."""
         inp = self.inputs
-        if inp.tail_share <= 0:
+        if inp.histogram_share <= 0:
             return None
         low, high = inp.tail_grid
         return TailReleasePlan(epsilon=inp.tail_epsilon, low=low, high=high)
@@ -266,10 +282,13 @@ class Planner:
             return ReleasePlan(inputs=inp, tail=tail_plan, epsilon_fit=eps_fit, G_k=math.nan, G_2=math.nan,
                                schedule=None, batches=(), provisional=True, profile_name=profile.name)
         G_2 = G_k if G_2 is None else min(G_2, G_k)
+        lam = None
+        if inp.clip_rule:
+            profile, lam = self._clip_rule(profile, eps_fit, G_2, tail)
         if inp.algorithm == "population":
             schedule, batches = self._population(profile, eps_fit, G_k, G_2)
         else:
-            schedule, batches = None, (self._single(profile, eps_fit, G_k, G_2),)
+            schedule, batches = None, (self._single(profile, eps_fit, G_k, G_2, lam),)
         _require_finite(batches)
         return ReleasePlan(inputs=inp, tail=tail_plan, epsilon_fit=eps_fit, G_k=float(G_k), G_2=float(G_2),
                            schedule=schedule, batches=batches, provisional=provisional,
@@ -307,12 +326,30 @@ class Planner:
             start += n_t
         return schedule, tuple(batches)
 
-    def _single(self, profile, eps: float, G_k: float, G_2: float) -> BatchPlan:
+    def _clip_rule(self, profile, eps: float, G_2: float, tail: TailProfile | None):
+        """The profile and ``λ`` of the clip-rule plan (:mod:`cvxdp.plan.auto`): ``C = G₂``, lowered to
+        the tail histogram's ``Ĝ₂`` when it saw the tail, and ``λ = 4 C sqrt(d/(n ε_fit))/D``.
+
+        Privacy: ``G₂`` is public, ``Ĝ₂`` post-processing of the charged tail release; before that
+        release (a provisional plan) ``C`` is the public ``G₂``.
+        """
+        inp = self.inputs
+        C = G_2
+        if tail is not None and tail.seen:
+            estimate = tail.moment(2.0)
+            if math.isfinite(estimate) and estimate > 0:
+                C = min(C, estimate)
+        C, lam = clip_rule(inp.n, inp.d, eps, inp.D, C)
+        return TightProfile(profile.kappa, tail=profile.tail, clip=C), lam
+
+    def _single(self, profile, eps: float, G_k: float, G_2: float, lam: float | None = None) -> BatchPlan:
         inp = self.inputs
         n, d, k, D = inp.n, inp.d, inp.moment_k, inp.D
         localize = inp.localize and inp.algorithm == "recursive"
         beta = inp.delta / 2.0
-        if inp.lam is not None:
+        if lam is not None:
+            pass
+        elif inp.lam is not None:
             lam = inp.lam
         elif inp.lambda_scale is not None or not isinstance(profile, TightProfile):
             lam = initial_lambda(n, d, eps, k, G_k, G_2, D, inp.lambda_scale or 1.0)

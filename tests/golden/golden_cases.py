@@ -28,15 +28,21 @@ def _hinge_box(n: int, d: int, seed: int):
 BASE = {"epsilon": 4.0, "moment_k": 8.0, "G_k": 3.0, "random_state": 11}
 
 CASES = {
-    "population-tight-tail": ("lad", {}),
-    "population-tight-public": ("lad", {"tail_share": 0.0}),
+    "population-tight-tail": ("lad", {"algorithm": "population"}),
+    "population-tight-public": ("lad", {"algorithm": "population", "tail_share": 0.0}),
     "population-paper": ("lad", {"profile": "paper"}),
-    "population-auto": ("lad", {"G_k": "auto"}),
+    "population-auto": ("lad", {"algorithm": "population", "G_k": "auto"}),
     "population-clip": ("lad", {"profile": TightProfile(clip=2.5), "tail_share": 0.0}),
     "population-manual-schedule": ("lad", {"tail_share": 0.0, "lambda_scale": 2.0, "lambda_growth": 4.0,
                                            "max_phases": 2, "boosting_groups": 3}),
     "population-max-phases": ("lad", {"tail_share": 0.0, "max_phases": 1}),
-    "population-hinge-box": ("hinge", {"epsilon": 2.0, "moment_k": 3.0, "G_k": 2.0}),
+    "population-hinge-box": ("hinge", {"algorithm": "population", "epsilon": 2.0, "moment_k": 3.0,
+                                       "G_k": 2.0}),
+    # algorithm="auto" (the default) at n ε/d = 4000 (cvxdp.plan.auto): with a public G_2 ≤ 0.85 G_k,
+    # Algorithm 3 with the clip rule (no histogram unless asked for); without one, Algorithm 1
+    "auto-clip-rule": ("lad", {"G_2": 1.0}),
+    "auto-clip-rule-tail": ("lad", {"G_2": 1.0, "tail_share": 0.1}),
+    "auto-without-G2": ("lad", {}),
     "recursive-tight": ("lad", {"algorithm": "recursive", "tail_share": 0.0}),
     "recursive-tail": ("lad", {"algorithm": "recursive"}),
     "recursive-rounds": ("lad", {"algorithm": "recursive", "tail_share": 0.0, "lam": 10.0}),

@@ -5,7 +5,9 @@ every release used; the planner reproduced them float for float (3e2c649).  Rege
 on purpose: the sensitivity and the noise scale are now rounded up so that ``s·ε ≥ Δ ≥`` the real
 sensitivity in exact arithmetic, which moved Δ, s and the radii by at most 1.2e-15 (relative) and no
 C, α, λ, ε, β or schedule.  Regenerate only for a change that says why:
-``python tests/golden/record_round_plans.py``.
+``python tests/golden/record_round_plans.py``; ``--add`` records the cases the file lacks and keeps
+every recorded one (how the ``auto-clip-rule-*`` cases were added when ``algorithm="auto"`` became
+the default — the ``population-*`` cases then name their algorithm, with the same plans).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 import pathlib
 import subprocess
+import sys
 import warnings
 
 from golden_cases import CASES, run_case
@@ -36,9 +39,16 @@ if __name__ == "__main__":
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
                             cwd=here).stdout.strip()
     out = {"commit": commit, "cases": {}}
+    if "--add" in sys.argv:
+        out = json.loads((here / "round_plans.json").read_text())
+        out.setdefault("added", {})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for name in CASES:
+            if name in out["cases"]:
+                continue
+            if "added" in out:
+                out["added"][name] = commit
             out["cases"][name] = record(run_case(name))
             print(name, len(out["cases"][name]["steps"]), "steps")
     (here / "round_plans.json").write_text(json.dumps(out, indent=1) + "\n")

@@ -1,0 +1,187 @@
+"""``algorithm="auto"`` (cvxdp.plan.auto): a public choice of plan, and the clip rule's constants."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+import cvxdp
+from cvxdp.plan.auto import (
+    CLIP_TAIL_RATIO,
+    POPULATION_FROM,
+    choose_algorithm,
+    clip_rule,
+    heavy_tail,
+    uses_clip_rule,
+)
+from cvxdp.plan.inputs import PublicInputs
+from cvxdp.plan.profiles import TightProfile, get_profile
+
+
+def _model(d: int = 3, radius: float = 2.0):
+    w = cp.Variable(d)
+    return cvxdp.Model(cvxdp.losses.absolute(w), [cp.norm(w, 2) <= radius])
+
+
+def _data(n: int, d: int = 3, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_t(5.0, size=(n, d))
+    return {"x": X, "y": X @ np.linspace(0.5, -0.5, d) + rng.standard_t(3.0, size=n)}
+
+
+def _inputs(n: int, **options) -> PublicInputs:
+    kw = dict(d=3, D=4.0, structured=True, epsilon=1.0, moment_k=4.0, G_k=3.0, G_2=1.0)
+    kw.update(options)
+    return PublicInputs.from_options(**kw).with_n(n)
+
+
+def test_the_switch_is_at_n_epsilon_over_d():
+    """Below ``POPULATION_FROM`` the clip rule, from it on Algorithm 1 (a function of n, d, ε only)."""
+    d, eps = 3, 0.5
+    below = math.ceil(POPULATION_FROM * d / eps) - 1
+    at = math.ceil(POPULATION_FROM * d / eps)
+    assert below * eps / d < POPULATION_FROM <= at * eps / d
+    low = _inputs(below, epsilon=eps)
+    high = _inputs(at, epsilon=eps)
+    assert (low.algorithm, low.clip_rule, low.auto_algorithm) == ("recursive", True, True)
+    assert (high.algorithm, high.clip_rule, high.auto_algorithm) == ("population", False, True)
+    # re-resolving for another n keeps the choice a function of that n
+    assert high.with_n(below).algorithm == "recursive" and low.with_n(at).algorithm == "population"
+
+
+@pytest.mark.parametrize("option", [{"lam": 0.3}, {"lambda_scale": 2.0}, {"lambda_growth": 4.0},
+                                    {"max_phases": 2}, {"boosting_groups": 3}, {"localize": False},
+                                    {"profile": "paper"}, {"profile": TightProfile(clip=1.0)}])
+def test_an_option_that_fixes_the_adaptive_constants_keeps_algorithm_1(option):
+    inp = _inputs(20_000, **option)  # n ε/d far below the switch
+    assert inp.algorithm == "population" and not inp.clip_rule
+
+
+def test_without_a_public_heavy_tail_auto_is_algorithm_1():
+    """No public G_2, G_k="auto", or G₂/G_k above the cut: the adaptive plan at any n (the default before
+    "auto" existed, float for float: see the golden case auto-without-G2)."""
+    for options in ({"G_2": None}, {"G_k": "auto"}, {"G_k": "auto", "G_2": 1.0},
+                    {"G_2": 3.0 * CLIP_TAIL_RATIO * 1.001}):
+        inp = _inputs(3000, **options)
+        assert inp.algorithm == "population" and not inp.clip_rule and inp.auto_algorithm, options
+        assert inp.histogram_share == 0.1
+    assert _inputs(3000, G_2=3.0 * CLIP_TAIL_RATIO).clip_rule
+    assert heavy_tail(3.0, 3.0 * CLIP_TAIL_RATIO)
+    assert not heavy_tail(3.0, None) and not heavy_tail("auto", 1.0)
+    plan = cvxdp.PrivateProblem(_model()).plan(n=3000, epsilon=1.0, moment_k=4, G_k=3.0, tail_share=0.0)
+    assert plan.inputs.algorithm == "population" and "no public G_2" in plan.describe()
+
+
+def test_explicit_algorithms_are_not_resolved():
+    for algorithm in ("population", "recursive", "output-perturbation"):
+        inp = _inputs(3000, algorithm=algorithm)
+        assert inp.algorithm == algorithm and not inp.clip_rule and not inp.auto_algorithm
+
+
+def test_algorithm_1_too_large_for_n_falls_to_the_clip_rule():
+    """A huge ε puts a small n above the switch, but Algorithm 1's halving schedule has no phase there."""
+    assert choose_algorithm(n=30, d=10, epsilon=1e4, D=4.0, moment_k=4.0, delta=0.1,
+                            profile=get_profile("tight"), may_clip=True) == ("recursive", True)
+    with pytest.raises(cvxdp.error.ParameterError, match="too few for the schedule"):
+        _inputs(30, d=10, epsilon=1e4, algorithm="population")
+    plan = cvxdp.PrivateProblem(_model(d=10)).plan(n=30, epsilon=1e4, moment_k=4, G_k=3.0, G_2=1.0)
+    assert plan.inputs.clip_rule and "too small for Algorithm 1" in plan.describe()
+
+
+def test_uses_clip_rule_only_for_the_default_tight_profile():
+    assert uses_clip_rule(get_profile("tight"), lam=None, lambda_scale=None, lambda_growth=None,
+                          max_phases=None, boosting_groups=None, localize=True)
+    assert not uses_clip_rule(get_profile("paper"), lam=None, lambda_scale=None, lambda_growth=None,
+                              max_phases=None, boosting_groups=None, localize=True)
+
+
+def test_clip_rule_minimizes_the_baselines_bound():
+    """``λ = 4C sqrt(d/(nε))/D`` minimizes ``λD²/8 + 2C²d/(λnε)`` (checked on a grid) and equals the
+    clipped-output-perturbation baseline's public rule."""
+    from cvxdp.baselines.tuning import output_perturbation_rule
+
+    n, d, eps, D, G2 = 5000, 7, 0.7, 3.0, 2.5
+    C, lam = clip_rule(n, d, eps, D, G2)
+    assert C == G2 and output_perturbation_rule(n, d, eps, D, G2) == {"C": C, "lam": lam}
+    grid = lam * np.exp(np.linspace(-1, 1, 401))
+    bound = grid * D**2 / 8 + 2 * C**2 * d / (grid * n * eps)
+    assert abs(grid[np.argmin(bound)] / lam - 1) < 0.01
+
+
+def test_public_plan_uses_G2_and_the_rule_lambda_in_every_round():
+    n, d, eps, D = 3000, 3, 1.0, 4.0
+    for G_2 in (1.0, 1.7):
+        C = G_2
+        plan = cvxdp.PrivateProblem(_model()).plan(n=n, epsilon=eps, moment_k=4, G_k=3.0, G_2=G_2)
+        assert plan.inputs.clip_rule and not plan.provisional and len(plan.batches) == 1
+        (batch,) = plan.batches
+        assert batch.size == n and batch.lam == 4.0 * C * math.sqrt(d / (n * eps)) / D
+        assert all(r.C == C for r in batch.rounds)
+        text = plan.describe()
+        assert "the clip rule" in text and f"n·ε/d = {n * eps / d:.4g} < {POPULATION_FROM:g}" in text
+        assert plan.tail is None and plan.epsilon_fit == eps
+
+
+def test_fit_with_the_tail_release_clips_at_its_G2_estimate():
+    """``C = min(G₂, Ĝ₂)`` with Ĝ₂ the released histogram's second moment; ``λ`` from ``ε_fit``."""
+    from cvxdp.privacy.tail import TailProfile
+
+    model, data = _model(), _data(3000)
+    seen = {}
+    original = TailProfile.moment
+
+    def spy(self, k):
+        value = original(self, k)
+        seen.setdefault(k, value)
+        return value
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        TailProfile.moment = spy
+        try:
+            r = cvxdp.PrivateProblem(model).solve(data, epsilon=1.0, moment_k=4, G_k=30.0, G_2=20.0,
+                                                  tail_share=0.1, random_state=4)
+        finally:
+            TailProfile.moment = original
+    plan = r.release_plan
+    assert r.algorithm == "recursive" and plan.inputs.clip_rule and plan.tail is not None
+    C = min(20.0, seen[2.0])
+    assert C < 20.0  # the histogram sees this tail at n = 3000
+    assert {s.plan.C for s in r.steps} == {C}
+    assert plan.batches[0].lam == 4.0 * C * math.sqrt(3 / (3000 * plan.epsilon_fit)) / model.diameter
+    assert r.ledger.spent <= 1.0
+
+
+def test_the_choice_and_the_plan_do_not_read_the_data():
+    """Two data sets of the same n that differ in every row: the same algorithm; with tail_share = 0
+    the same constants in every round (the plan is public)."""
+    model = _model()
+    kw = dict(epsilon=1.0, moment_k=4, G_k=3.0, G_2=1.0, random_state=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r1 = cvxdp.PrivateProblem(model).solve(_data(600, seed=1), **kw)
+        r2 = cvxdp.PrivateProblem(model).solve(_data(600, seed=2), **kw)
+    assert r1.algorithm == r2.algorithm == "recursive"
+    assert [s.plan for s in r1.steps] == [s.plan for s in r2.steps]
+
+
+def test_the_clip_rule_spends_nothing_on_the_histogram_unless_asked():
+    """The clip rule runs only with public G_k and G_2, so its default histogram would only estimate the
+    G₂ given: it spends no share; an explicit tail_share or tail_range keeps it."""
+    model = _model()
+    plan = cvxdp.PrivateProblem(model).plan
+    kw = dict(n=3000, epsilon=1.0, moment_k=4, G_k=3.0, G_2=1.5)
+    bare = plan(**kw)
+    assert bare.tail is None and bare.epsilon_fit == 1.0 and not bare.provisional
+    assert {r.C for _, r in bare.rounds} == {1.5}
+    for extra in ({"tail_share": 0.1}, {"tail_range": (0.1, 100.0)}):
+        assert plan(**kw, **extra).tail is not None, extra
+    # Algorithm 1 keeps its histogram (it sets every round's C there)
+    assert plan(**{**kw, "n": 30_000}).tail is not None
+    inp = _inputs(3000, G_2=1.5)
+    assert inp.tail_share == 0.1 and inp.histogram_share == 0.0
+    assert inp.with_n(30_000).histogram_share == 0.1

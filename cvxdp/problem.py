@@ -8,10 +8,11 @@
 Algorithms (``algorithm=``):
 
 ``"auto"`` (default)
-    A public choice from ``n ε / d`` (:mod:`cvxdp.plan.auto`): ``"population"`` from
-    :data:`~cvxdp.plan.auto.POPULATION_FROM` on, below it ``"recursive"`` with the clip rule's
-    constants ``C = G₂``, ``λ = 4C sqrt(d/(nε))/D`` (where localization with adaptive constants
-    cannot yet pay for its worst-case bounds).  ``result.algorithm`` and the plan say which ran.
+    A public choice (:mod:`cvxdp.plan.auto`): ``"recursive"`` with the clip rule's constants
+    ``C = G₂``, ``λ = 4C sqrt(d/(nε))/D`` when a public ``G_2 ≤ 0.85 G_k`` declares a heavy tail and
+    ``n ε / d <`` :data:`~cvxdp.plan.auto.POPULATION_FROM` (where Algorithm 1's adaptive constants
+    cannot yet pay for their worst-case bounds), ``"recursive"`` when a fixed ``lam`` is given,
+    ``"population"`` otherwise.  ``result.algorithm`` and the plan say which ran and why.
 ``"population"``
     Algorithm 1 over Algorithm 3 over Algorithm 2 — the paper's method, with the
     optimal heavy-tailed rate.
@@ -233,7 +234,8 @@ class PrivateProblem:
             Share of ε spent on a private histogram of the per-example Lipschitz
             constants, which calibrates the extension's bias (tight profile;
             default 0.1 when the loss allows it, 0 for the paper profile, and 0 when
-            ``algorithm="auto"`` runs the clip rule with a public ``G_2``: see :mod:`cvxdp.plan.auto`).
+            ``algorithm="auto"`` runs the clip rule, unless ``tail_range`` is declared: see
+            :mod:`cvxdp.plan.auto`).
         tail_range:
             Public range ``(low, high)`` of the per-example Lipschitz constants for
             the histogram's geometric grid.  Default ``(1e-4 G_k, 1e4 G_k)``, or

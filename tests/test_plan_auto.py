@@ -53,12 +53,41 @@ def test_the_switch_is_at_n_epsilon_over_d():
     assert high.with_n(below).algorithm == "recursive" and low.with_n(at).algorithm == "population"
 
 
-@pytest.mark.parametrize("option", [{"lam": 0.3}, {"lambda_scale": 2.0}, {"lambda_growth": 4.0},
+class _HalfBudgetProfile(TightProfile):
+    """A user's profile that spends half of each batch's ε: it must run as written."""
+
+    name = "half"
+
+    def round_epsilons(self, epsilon, thetas):
+        return super().round_epsilons(epsilon / 2.0, thetas)
+
+
+@pytest.mark.parametrize("option", [{"lambda_scale": 2.0}, {"lambda_growth": 4.0},
                                     {"max_phases": 2}, {"boosting_groups": 3}, {"localize": False},
-                                    {"profile": "paper"}, {"profile": TightProfile(clip=1.0)}])
+                                    {"profile": "paper"}, {"profile": TightProfile(clip=1.0)},
+                                    {"profile": _HalfBudgetProfile()}])
 def test_an_option_that_fixes_the_adaptive_constants_keeps_algorithm_1(option):
     inp = _inputs(20_000, **option)  # n ε/d far below the switch
     assert inp.algorithm == "population" and not inp.clip_rule
+
+
+def test_a_fixed_lam_runs_algorithm_3_with_it():
+    """Algorithm 1 never reads ``lam``: "auto" with a fixed λ is the single ERM that does."""
+    inp = _inputs(20_000, lam=0.3)
+    assert (inp.algorithm, inp.clip_rule) == ("recursive", False)
+    plan = cvxdp.PrivateProblem(_model()).plan(n=20_000, epsilon=1.0, moment_k=4, G_k=3.0, lam=0.3,
+                                               tail_share=0.0)
+    assert {b.lam for b in plan.batches} == {0.3} and "a fixed lam" in plan.describe()
+
+
+def test_a_user_profile_subclass_runs_its_own_rounds():
+    model, data = _model(), _data(600)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = cvxdp.PrivateProblem(model).solve(data, epsilon=1.0, moment_k=4, G_k=3.0, G_2=1.0,
+                                              profile=_HalfBudgetProfile(), tail_share=0.0, random_state=0)
+    assert r.profile == "half" and not r.release_plan.inputs.clip_rule
+    assert sum(s.epsilon for s in r.steps if s.phase == r.steps[0].phase) <= 0.5 + 1e-12
 
 
 def test_without_a_public_heavy_tail_auto_is_algorithm_1():
@@ -90,6 +119,11 @@ def test_algorithm_1_too_large_for_n_falls_to_the_clip_rule():
         _inputs(30, d=10, epsilon=1e4, algorithm="population")
     plan = cvxdp.PrivateProblem(_model(d=10)).plan(n=30, epsilon=1e4, moment_k=4, G_k=3.0, G_2=1.0)
     assert plan.inputs.clip_rule and "too small for Algorithm 1" in plan.describe()
+    # without a heavy tail (or with the paper profile) too: Algorithm 3 with its own constants
+    for options in ({}, {"profile": "paper"}):
+        plan = cvxdp.PrivateProblem(_model(d=10)).plan(n=30, epsilon=1.0, moment_k=4, G_k=3.0, **options)
+        assert plan.inputs.algorithm == "recursive" and not plan.inputs.clip_rule
+        assert "too small for Algorithm 1" in plan.describe()
 
 
 def test_uses_clip_rule_only_for_the_default_tight_profile():
@@ -149,6 +183,7 @@ def test_fit_with_the_tail_release_clips_at_its_G2_estimate():
             TailProfile.moment = original
     plan = r.release_plan
     assert r.algorithm == "recursive" and plan.inputs.clip_rule and plan.tail is not None
+    assert not plan.adaptive_clip and "Ĝ₂ if lower" in plan.describe()
     C = min(20.0, seen[2.0])
     assert C < 20.0  # the histogram sees this tail at n = 3000
     assert {s.plan.C for s in r.steps} == {C}

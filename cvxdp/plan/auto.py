@@ -9,15 +9,18 @@ The two plans:
   (``G_k ≫ G₂``) they pick a ``C`` far above the bulk of the examples (the bias radius
   ``sqrt(R T(C)/λ)`` assumes every clipped example pulls the minimizer the same way) and pay for it
   in noise until ``n ε / d`` is large.
-* **Algorithm 3 with the clip rule** (``"recursive"``, :func:`clip_rule`) — one localized
-  regularized ERM on all the data with ``C = G₂`` and ``λ = 4 C sqrt(d/(n ε))/D``, the public rule of
-  the clipped-output-perturbation baseline (the minimizer of ``λD²/8 + 2C²d/(λnε)``, regularization
-  bias plus the noise's expected cost), every round of Algorithm 3 keeping that ``C`` and ``λ``.
+* **Algorithm 3 with the clip rule** (``"recursive"``, :func:`clip_rule`) — Algorithm 3 on all the
+  data, every round with ``C = G₂`` and ``λ = 4 C sqrt(d/(n ε_fit))/D``, the public rule of the
+  clipped-output-perturbation baseline (for one release it minimizes ``λD²/8 + 2C²d/(λnε)``,
+  regularization bias plus the noise's expected cost; on the benchmark's instances the radius
+  recursion plans one round).
 
 ``"auto"`` runs the clip rule when the user gave a public ``G_2`` with a public ``G_k``, the tail is
-heavy (``G₂ / G_k ≤`` :data:`CLIP_TAIL_RATIO`) and ``n ε / d <`` :data:`POPULATION_FROM`, and
-Algorithm 1 otherwise (without a public ``G₂`` there is no clip level to trust: ``G_2`` defaults to
-``G_k``, and ``G_k="auto"`` estimates both from the histogram Algorithm 1 uses anyway).  The clip rule
+heavy (``G₂ / G_k ≤`` :data:`CLIP_TAIL_RATIO`), ``n ε / d <`` :data:`POPULATION_FROM` and no option
+fixes the constants (:func:`uses_clip_rule`), and Algorithm 1 otherwise (without a public ``G₂``
+there is no clip level to trust: ``G_2`` defaults to ``G_k``, and ``G_k="auto"`` estimates both from
+the histogram Algorithm 1 uses anyway) — or Algorithm 3 with the tight profile's own constants when
+a fixed ``lam`` asks for a single ERM, or when ``n`` is too small for Algorithm 1's phases.  The clip rule
 then spends no default share of ε on the tail histogram
 (:attr:`~cvxdp.plan.inputs.PublicInputs.histogram_share`); an explicit ``tail_share`` or
 ``tail_range`` keeps it, and ``C`` is lowered to its estimate ``Ĝ₂`` when that is smaller.
@@ -65,13 +68,14 @@ def clip_rule(n: int, d: int, epsilon: float, D: float, G_2: float) -> tuple[flo
 def uses_clip_rule(profile: Profile, *, lam: float | None, lambda_scale: float | None,
                    lambda_growth: float | None, max_phases: int | None, boosting_groups: int | None,
                    localize: bool) -> bool:
-    """Whether ``"auto"`` may pick the clip-rule plan: only when no option fixes the constants it sets.
+    """Whether ``"auto"`` may pick the clip-rule plan: only when no option fixes a constant it sets.
 
-    A fixed ``λ``, a schedule option of Algorithm 1, ``localize=False``, the paper profile or a fixed
-    ``clip`` each ask for the adaptive plan's behaviour, so ``"auto"`` then means Algorithm 1.
+    A fixed ``λ``, a schedule option of Algorithm 1, ``localize=False``, a fixed ``clip``, the paper
+    profile or any profile other than the plain :class:`TightProfile` (a subclass's own rounds must
+    run as written) each ask for something else.
     """
     fixed = (lam, lambda_scale, lambda_growth, max_phases, boosting_groups)
-    return (isinstance(profile, TightProfile) and profile.clip is None and localize
+    return (type(profile) is TightProfile and profile.clip is None and localize
             and all(v is None for v in fixed))
 
 
@@ -84,25 +88,31 @@ def heavy_tail(G_k: float | str, G_2: float | None) -> bool:
 
 
 def choose_algorithm(*, n: int, d: int, epsilon: float, D: float, moment_k: float, delta: float,
-                     profile: Profile, may_clip: bool) -> tuple[str, bool]:
-    """``("population", False)`` or ``("recursive", True)``: the plan ``"auto"`` runs for these public inputs.
+                     profile: Profile, may_clip: bool, fixed_lam: bool = False,
+                     boosting_groups: int | None = None) -> tuple[str, bool]:
+    """``(algorithm, clip_rule)``: the plan ``"auto"`` runs for these public inputs.
 
-    Algorithm 1 when ``may_clip`` is false (an option fixes the adaptive plan's constants, or the
-    moment bounds do not declare a heavy tail: :func:`heavy_tail`), or when ``n ε / d ≥``
-    :data:`POPULATION_FROM` and its halving schedule has a first phase for ``n``; otherwise
-    Algorithm 3 with :func:`clip_rule`.
+    * ``("recursive", False)`` when ``fixed_lam`` (a fixed ``λ`` is a single ERM's: Algorithm 1 would
+      not read it);
+    * ``("recursive", True)`` — Algorithm 3 with :func:`clip_rule` — when ``may_clip`` (a public heavy
+      tail, :func:`heavy_tail`, and no option fixing the constants, :func:`uses_clip_rule`) and
+      ``n ε / d <`` :data:`POPULATION_FROM`;
+    * ``("population", False)`` — Algorithm 1 — otherwise, when its halving schedule has a first phase
+      for ``n``; if it has none, Algorithm 3 (with the clip rule when ``may_clip``).
     """
-    if not may_clip:
-        return "population", False
-    if n * epsilon / d >= POPULATION_FROM:
-        try:
-            first = phase_schedule(n, d, epsilon, moment_k, 1.0, 1.0, D, 1)
-            phase_schedule(n, d, epsilon, moment_k, 1.0, 1.0, D,
-                           profile.boosting_groups(first.phases, delta))
-        except ParameterError:
-            return "recursive", True
-        return "population", False
-    return "recursive", True
+    if fixed_lam:
+        return "recursive", False
+    if may_clip and n * epsilon / d < POPULATION_FROM:
+        return "recursive", True
+    try:
+        groups = boosting_groups
+        if groups is None:
+            groups = profile.boosting_groups(phase_schedule(n, d, epsilon, moment_k, 1.0, 1.0, D, 1).phases,
+                                             delta)
+        phase_schedule(n, d, epsilon, moment_k, 1.0, 1.0, D, groups)
+    except ParameterError:
+        return "recursive", may_clip
+    return "population", False
 
 
 __all__ = ["CLIP_TAIL_RATIO", "POPULATION_FROM", "choose_algorithm", "clip_rule", "heavy_tail",

@@ -209,7 +209,9 @@ class PublicInputs:
                 max_phases=self.max_phases, boosting_groups=self.boosting_groups, localize=self.localize)
             algorithm, clip = choose_algorithm(n=int(n), d=self.d, epsilon=self.epsilon, D=self.D,
                                                moment_k=self.moment_k, delta=self.delta,
-                                               profile=self.profile, may_clip=may_clip)
+                                               profile=self.profile, may_clip=may_clip,
+                                               fixed_lam=self.lam is not None,
+                                               boosting_groups=self.boosting_groups)
             inputs = replace(self, algorithm=algorithm, clip_rule=clip, auto_algorithm=True)
         if inputs.algorithm == "population":  # the planner's group count, from n, d and δ alone
             groups = inputs.boosting_groups

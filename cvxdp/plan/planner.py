@@ -149,7 +149,8 @@ class ReleasePlan:
         """
         inp = self.inputs
         lines = [f"release plan: {ALGORITHM_NAMES[inp.algorithm]}, profile {self.profile_name}"
-                 + (", C = G₂ and λ = 4C·sqrt(d/(nε))/D (the clip rule)" if inp.clip_rule else ""),
+                 + (", the clip rule: C = G₂ (or the tail release's Ĝ₂ if lower), λ = 4C·sqrt(d/(n ε_fit))/D"
+                    if inp.clip_rule else ""),
                  *([f"  chosen by algorithm='auto': {self._auto_reason()}"] if inp.auto_algorithm else []),
                  f"  ε = {inp.epsilon:.6g} in total on n = {inp.n} examples; d = {inp.d}, domain diameter "
                  f"D = {inp.D:.4g}; moment bound k = {inp.moment_k:g}, "
@@ -204,20 +205,22 @@ class ReleasePlan:
         """Why ``algorithm="auto"`` chose this plan (public inputs only)."""
         inp = self.inputs
         ratio = inp.n * inp.epsilon / inp.d
-        if not inp.clip_rule:
-            if not heavy_tail(inp.G_k, inp.G_2):
-                return f"no public G_2 ≤ {CLIP_TAIL_RATIO:g}·G_k (a heavy tail) to clip at"
-            return (f"n·ε/d = {ratio:.4g} ≥ {POPULATION_FROM:g}" if ratio >= POPULATION_FROM
-                    else "an option fixes the adaptive plan's constants")
-        return (f"G_2/G_k ≤ {CLIP_TAIL_RATIO:g} and n·ε/d = {ratio:.4g} < {POPULATION_FROM:g}"
-                if ratio < POPULATION_FROM
-                else f"n·ε/d = {ratio:.4g}, but n is too small for Algorithm 1's phases")
+        if inp.algorithm == "recursive" and inp.lam is not None:
+            return "a fixed lam is a single ERM's"
+        if inp.algorithm == "recursive" and (not inp.clip_rule or ratio >= POPULATION_FROM):
+            return f"n = {inp.n} is too small for Algorithm 1's phases"
+        if inp.clip_rule:
+            return f"G_2/G_k ≤ {CLIP_TAIL_RATIO:g} and n·ε/d = {ratio:.6g} < {POPULATION_FROM:g}"
+        if not heavy_tail(inp.G_k, inp.G_2):
+            return f"no public G_2 ≤ {CLIP_TAIL_RATIO:g}·G_k (a heavy tail) to clip at"
+        return (f"n·ε/d = {ratio:.6g} ≥ {POPULATION_FROM:g}" if ratio >= POPULATION_FROM
+                else "an option fixes the adaptive plan's constants")
 
     @property
     def adaptive_clip(self) -> bool:
         """Whether each round's ``C`` is chosen with the released tail histogram."""
         return self.tail is not None and isinstance(self.inputs.profile, TightProfile) \
-            and self.inputs.profile.clip is None and self.fallback is None
+            and self.inputs.profile.clip is None and self.fallback is None and not self.inputs.clip_rule
 
 
 class Planner:

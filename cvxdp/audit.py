@@ -1108,8 +1108,7 @@ def _register() -> dict[str, Scenario]:
             "(algorithm='auto': the clip rule, C lowered to the tail histogram's G₂ estimate, which the "
             "row's count moves)",
             pair, estimator_fit(cls, G_k=30.0, G_2=20.0, tail_share=0.1),
-            full_runs=2000 if short == "lad" else 500, quick_runs=60 if short == "lad" else 0, coupled_runs=1,
-            same_tail=False))
+            full_runs=2000, quick_runs=60 if short == "lad" else 0, coupled_runs=1, same_tail=False))
         out.append(Scenario(
             f"estimator-row-1e12/{short}/output-perturbation",
             f"{cls.__name__}(algorithm='output-perturbation') n=300, one row with |x|, |y| = 1e12",

@@ -141,7 +141,8 @@ def markdown_table(result: dict, seed: int) -> str:
                 verdict += "; public records differ: " + ", ".join(r["public_record_mismatches"])
         bound = "—" if r["epsilon_lower_bound"] is None else f"{r['epsilon_lower_bound']:.3f}"
         ref = r["refusals_per_side"]
-        lines.append(f"| {r['scenario']} | {r['description']} | {r['claimed_epsilon']:g} | {bound} | "
+        description = r["description"].replace("|", "\\|")  # a norm's bars would end the table's cell
+        lines.append(f"| {r['scenario']} | {description} | {r['claimed_epsilon']:g} | {bound} | "
                      f"{r['runs_per_side']} | {r['coupled_runs']} | {ref[0]}, {ref[1]} | {verdict} |")
     lines += ["", f"All sound scenarios within their claim, refusal-free on both sides, public records "
               f"identical: {result['all_sound_within_claim']}; the broken mechanism and the control "

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -122,3 +123,20 @@ def test_large_real_benchmark_quick(capsys):
     assert {"cvxdp", "clipped OP (public rule)", "noisy clipped GD (public rule)", "w = 0"} <= set(excess)
     assert all(np.isfinite(v) for v in excess.values()) and rows[0]["cvxdp_over_best_baseline"] > 0
     assert "cvxdp/best baseline" in capsys.readouterr().out
+
+
+def test_a_methods_rerun_replaces_only_those_methods_figures():
+    """``bench_utility --methods``: the rerun methods' figures (and a lower-bound cell's bound) replace
+    the kept ones cell by cell; every other method's stay; a rerun cell with no counterpart refuses."""
+    bench = _load("bench_utility")
+    key = {"study": "n", "instance": "high-leverage", "n": 1000, "epsilon": 1.0, "seed": 0, "k": 4.0}
+    cv, op = bench.CVXDP, bench.OP_RULE
+    kept = [{**key, "excess": {cv: 1.0, op: 2.0}, "seconds": {cv: 5.0, op: 1.0},
+             "params": {cv: {}, op: {"C": 1.0}}},
+            {**key, "seed": 1, "excess": {cv: 3.0}, "seconds": {cv: 1.0}, "params": {cv: {}}}]
+    new = [{**key, "excess": {cv: 0.5}, "seconds": {cv: 2.0}, "params": {cv: {"x": 1}}}]
+    merged = bench.merge_methods(kept, new, {bench.CVXDP})
+    assert merged[0]["excess"] == {bench.CVXDP: 0.5, bench.OP_RULE: 2.0}
+    assert merged[0]["params"][bench.OP_RULE] == {"C": 1.0} and merged[1] == kept[1]
+    with pytest.raises(SystemExit):
+        bench.merge_methods(kept, [{**new[0], "seed": 7}], {bench.CVXDP})

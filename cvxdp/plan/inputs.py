@@ -78,7 +78,7 @@ class PublicInputs:
     #: Whether the plan is Algorithm 3 with the clip rule's ``C`` and ``λ`` (:mod:`cvxdp.plan.auto`);
     #: set only when ``algorithm="auto"`` is resolved by :meth:`with_n`.
     clip_rule: bool = False
-    #: Whether ``algorithm`` was chosen by ``"auto"`` (from ``n ε / d``, :mod:`cvxdp.plan.auto`).
+    #: Whether ``algorithm`` was chosen by ``"auto"`` (from public inputs, :mod:`cvxdp.plan.auto`).
     auto_algorithm: bool = False
     #: Whether ``tail_share`` was passed (``False``: the default share above).
     tail_share_given: bool = False
@@ -195,7 +195,7 @@ class PublicInputs:
 
         ``n`` is public (replace-one neighbours share it), so this refusal depends on public
         values only; for Algorithm 1 it checks that the halving schedule has a first phase.
-        ``algorithm="auto"`` is resolved here, from ``n ε / d`` and the options
+        ``algorithm="auto"`` is resolved here, from ``n``, ``d``, ``ε``, ``G_k``, ``G_2`` and the options
         (:func:`~cvxdp.plan.auto.choose_algorithm`): public too.
         """
         if isinstance(n, bool) or not isinstance(n, int):
@@ -220,5 +220,6 @@ class PublicInputs:
                 groups = inputs.profile.boosting_groups(first.phases, inputs.delta)
             phase_schedule(n, inputs.d, inputs.epsilon, inputs.moment_k, 1.0, 1.0, inputs.D, groups)
         return replace(inputs, n=int(n))
+
 
 __all__ = ["ALGORITHMS", "PublicInputs"]

@@ -350,14 +350,13 @@ class Planner:
         n, d, k, D = inp.n, inp.d, inp.moment_k, inp.D
         localize = inp.localize and inp.algorithm == "recursive"
         beta = inp.delta / 2.0
-        if lam is not None:
-            pass
-        elif inp.lam is not None:
-            lam = inp.lam
-        elif inp.lambda_scale is not None or not isinstance(profile, TightProfile):
-            lam = initial_lambda(n, d, eps, k, G_k, G_2, D, inp.lambda_scale or 1.0)
-        else:
-            lam = choose_single_lambda(n, d, eps, k, G_k, G_2, D, profile, beta=beta, localize=localize)
+        if lam is None:  # the clip rule's λ, else the user's, the rate's or the profile's choice
+            if inp.lam is not None:
+                lam = inp.lam
+            elif inp.lambda_scale is not None or not isinstance(profile, TightProfile):
+                lam = initial_lambda(n, d, eps, k, G_k, G_2, D, inp.lambda_scale or 1.0)
+            else:
+                lam = choose_single_lambda(n, d, eps, k, G_k, G_2, D, profile, beta=beta, localize=localize)
         rounds = batch_rounds(profile, m=n, d=d, epsilon=eps, lam=lam, k=k, G_k=G_k, D=D, beta=beta,
                               localize=localize)
         return BatchPlan(phase=0, group=0, label="all", offset=0, size=n, lam=lam, epsilon=eps, beta=beta,

@@ -11,8 +11,9 @@ Algorithms (``algorithm=``):
     A public choice (:mod:`cvxdp.plan.auto`): ``"recursive"`` with the clip rule's constants
     ``C = G₂``, ``λ = 4C sqrt(d/(nε))/D`` when a public ``G_2 ≤ 0.85 G_k`` declares a heavy tail and
     ``n ε / d <`` :data:`~cvxdp.plan.auto.POPULATION_FROM` (where Algorithm 1's adaptive constants
-    cannot yet pay for their worst-case bounds), ``"recursive"`` when a fixed ``lam`` is given,
-    ``"population"`` otherwise.  ``result.algorithm`` and the plan say which ran and why.
+    cannot yet pay for their worst-case bounds), ``"recursive"`` when a fixed ``lam`` is given or
+    ``n`` is too small for Algorithm 1's phases, ``"population"`` otherwise.  ``result.algorithm`` and
+    the plan say which ran and why.
 ``"population"``
     Algorithm 1 over Algorithm 3 over Algorithm 2 — the paper's method, with the
     optimal heavy-tailed rate.
@@ -249,7 +250,8 @@ class PrivateProblem:
             picks all three by minimizing the public excess-risk proxy of
             :func:`~cvxdp.plan.schedule.schedule_proxy`.
         lam:
-            A fixed ``λ`` for the single-ERM algorithms.
+            A fixed ``λ`` for the single-ERM algorithms (refused with ``"population"``, whose schedule
+            sets λ per phase: use ``lambda_scale`` there).
         boosting_groups:
             ``J`` of Algorithm 1's majority vote (default: the profile's).
         progress:

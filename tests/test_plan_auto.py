@@ -67,8 +67,32 @@ class _HalfBudgetProfile(TightProfile):
                                     {"profile": "paper"}, {"profile": TightProfile(clip=1.0)},
                                     {"profile": _HalfBudgetProfile()}])
 def test_an_option_that_fixes_the_adaptive_constants_keeps_algorithm_1(option):
-    inp = _inputs(20_000, **option)  # n ε/d far below the switch
+    assert _inputs(3000).clip_rule  # n ε/d = 1000: the clip rule without the option
+    inp = _inputs(3000, **option)
     assert inp.algorithm == "population" and not inp.clip_rule
+
+
+def test_an_option_only_algorithm_1_reads_is_refused_where_it_cannot_run():
+    """boosting_groups, max_phases or lambda_growth ask for Algorithm 1: "auto" does not fall back to a
+    plan that would ignore them, so a too-small n is refused as "population" would refuse it."""
+    with pytest.raises(cvxdp.error.ParameterError, match="too few for the schedule"):
+        _inputs(3000, boosting_groups=999)
+    assert _inputs(30, d=10, epsilon=1e4).algorithm == "recursive"
+    with pytest.raises(cvxdp.error.ParameterError, match="too few for the schedule"):
+        _inputs(30, d=10, epsilon=1e4, max_phases=1)
+
+
+def test_lam_with_algorithm_1_is_refused():
+    """Algorithm 1's schedule sets λ per phase; a fixed lam would be silently ignored there."""
+    with pytest.raises(cvxdp.error.ParameterError, match="lambda_scale"):
+        _inputs(30_000, algorithm="population", lam=0.3)
+
+
+def test_the_reason_never_rounds_onto_the_switch():
+    """n ε/d just below the switch prints below it (6 significant digits would print 5000 < 5000)."""
+    plan = cvxdp.PrivateProblem(_model(d=1)).plan(n=4_999_999, epsilon=1e-3, moment_k=4, G_k=3.0, G_2=1.0)
+    text = plan.describe()
+    assert plan.inputs.clip_rule and "5000 < 5000" not in text and "4999.999" in text
 
 
 def test_a_fixed_lam_runs_algorithm_3_with_it():

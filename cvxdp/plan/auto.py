@@ -19,8 +19,10 @@ The two plans:
 heavy (``G₂ / G_k ≤`` :data:`CLIP_TAIL_RATIO`), ``n ε / d <`` :data:`POPULATION_FROM` and no option
 fixes the constants (:func:`uses_clip_rule`), and Algorithm 1 otherwise (without a public ``G₂``
 there is no clip level to trust: ``G_2`` defaults to ``G_k``, and ``G_k="auto"`` estimates both from
-the histogram Algorithm 1 uses anyway) — or Algorithm 3 with the tight profile's own constants when
-a fixed ``lam`` asks for a single ERM, or when ``n`` is too small for Algorithm 1's phases.  The clip rule
+the histogram Algorithm 1 uses anyway) — or Algorithm 3 when a fixed ``lam`` asks for a single ERM
+(with the profile's own ``C``), or when ``n`` is too small for Algorithm 1's phases (with the clip
+rule where it applies, else the profile's constants), unless an option only Algorithm 1 reads
+(``lambda_growth``, ``max_phases``, ``boosting_groups``) asks for it.  The clip rule
 then spends no default share of ε on the tail histogram
 (:attr:`~cvxdp.plan.inputs.PublicInputs.histogram_share`); an explicit ``tail_share`` or
 ``tail_range`` keeps it, and ``C`` is lowered to its estimate ``Ĝ₂`` when that is smaller.
@@ -89,9 +91,13 @@ def heavy_tail(G_k: float | str, G_2: float | None) -> bool:
 
 def choose_algorithm(*, n: int, d: int, epsilon: float, D: float, moment_k: float, delta: float,
                      profile: Profile, may_clip: bool, fixed_lam: bool = False,
-                     boosting_groups: int | None = None) -> tuple[str, bool]:
+                     boosting_groups: int | None = None, population_options: bool = False
+                     ) -> tuple[str, bool]:
     """``(algorithm, clip_rule)``: the plan ``"auto"`` runs for these public inputs.
 
+    * ``("population", False)`` when ``population_options`` (an option only Algorithm 1 reads was
+      given: it is asked for, and refused by :meth:`~cvxdp.plan.inputs.PublicInputs.with_n` if ``n``
+      is too small for it);
     * ``("recursive", False)`` when ``fixed_lam`` (a fixed ``λ`` is a single ERM's: Algorithm 1 would
       not read it);
     * ``("recursive", True)`` — Algorithm 3 with :func:`clip_rule` — when ``may_clip`` (a public heavy
@@ -100,6 +106,8 @@ def choose_algorithm(*, n: int, d: int, epsilon: float, D: float, moment_k: floa
     * ``("population", False)`` — Algorithm 1 — otherwise, when its halving schedule has a first phase
       for ``n``; if it has none, Algorithm 3 (with the clip rule when ``may_clip``).
     """
+    if population_options:
+        return "population", False
     if fixed_lam:
         return "recursive", False
     if may_clip and n * epsilon / d < POPULATION_FROM:

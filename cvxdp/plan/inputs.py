@@ -144,6 +144,10 @@ class PublicInputs:
                 positive_finite(name, value)
         if lam is not None:
             lam = positive_finite("lam", lam)
+            if algorithm == "population":
+                raise ParameterError("lam fixes the λ of a single regularized ERM, which Algorithm 1 does "
+                                     "not run (its schedule sets λ per phase): pass lambda_scale for "
+                                     "Algorithm 1, or algorithm='recursive' (or 'auto') with lam.")
         max_phases = _positive_int_or_none("max_phases", max_phases)
         if algorithm not in ALGORITHMS:
             raise ParameterError(f"algorithm must be one of {ALGORITHMS}, got {algorithm!r}.")
@@ -211,7 +215,10 @@ class PublicInputs:
                                                moment_k=self.moment_k, delta=self.delta,
                                                profile=self.profile, may_clip=may_clip,
                                                fixed_lam=self.lam is not None,
-                                               boosting_groups=self.boosting_groups)
+                                               boosting_groups=self.boosting_groups,
+                                               population_options=any(v is not None for v in (
+                                                   self.lambda_growth, self.max_phases,
+                                                   self.boosting_groups)))
             inputs = replace(self, algorithm=algorithm, clip_rule=clip, auto_algorithm=True)
         if inputs.algorithm == "population":  # the planner's group count, from n, d and δ alone
             groups = inputs.boosting_groups

@@ -205,15 +205,18 @@ class ReleasePlan:
         """Why ``algorithm="auto"`` chose this plan (public inputs only)."""
         inp = self.inputs
         ratio = inp.n * inp.epsilon / inp.d
+        shown = f"{ratio:.6g}"
+        if (float(shown) >= POPULATION_FROM) != (ratio >= POPULATION_FROM):  # rounded onto the switch
+            shown = f"{ratio:.15g}"
         if inp.algorithm == "recursive" and inp.lam is not None:
             return "a fixed lam is a single ERM's"
         if inp.algorithm == "recursive" and (not inp.clip_rule or ratio >= POPULATION_FROM):
             return f"n = {inp.n} is too small for Algorithm 1's phases"
         if inp.clip_rule:
-            return f"G_2/G_k ≤ {CLIP_TAIL_RATIO:g} and n·ε/d = {ratio:.6g} < {POPULATION_FROM:g}"
+            return f"G_2/G_k ≤ {CLIP_TAIL_RATIO:g} and n·ε/d = {shown} < {POPULATION_FROM:g}"
         if not heavy_tail(inp.G_k, inp.G_2):
             return f"no public G_2 ≤ {CLIP_TAIL_RATIO:g}·G_k (a heavy tail) to clip at"
-        return (f"n·ε/d = {ratio:.6g} ≥ {POPULATION_FROM:g}" if ratio >= POPULATION_FROM
+        return (f"n·ε/d = {shown} ≥ {POPULATION_FROM:g}" if ratio >= POPULATION_FROM
                 else "an option fixes the adaptive plan's constants")
 
     @property

@@ -138,7 +138,8 @@ def test_explicit_algorithms_are_not_resolved():
 def test_algorithm_1_too_large_for_n_falls_to_the_clip_rule():
     """A huge ε puts a small n above the switch, but Algorithm 1's halving schedule has no phase there."""
     assert choose_algorithm(n=30, d=10, epsilon=1e4, D=4.0, moment_k=4.0, delta=0.1,
-                            profile=get_profile("tight"), may_clip=True) == ("recursive", True)
+                            profile=get_profile("tight"), may_clip=True) == (
+        "recursive", True, "n = 30 is too small for Algorithm 1's phases")
     with pytest.raises(cvxdp.error.ParameterError, match="too few for the schedule"):
         _inputs(30, d=10, epsilon=1e4, algorithm="population")
     plan = cvxdp.PrivateProblem(_model(d=10)).plan(n=30, epsilon=1e4, moment_k=4, G_k=3.0, G_2=1.0)

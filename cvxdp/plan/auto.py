@@ -89,11 +89,31 @@ def heavy_tail(G_k: float | str, G_2: float | None) -> bool:
     return G_2 <= CLIP_TAIL_RATIO * G_k
 
 
+def check_population_schedule(*, n: int, d: int, epsilon: float, D: float, moment_k: float, delta: float,
+                              profile: Profile, boosting_groups: int | None) -> None:
+    """Refuse (:class:`~cvxdp.error.ParameterError`) an ``n`` too small for Algorithm 1's halving
+    schedule with the profile's (or the given) number of groups — from ``n, d, ε, δ`` alone."""
+    groups = boosting_groups
+    if groups is None:
+        first = phase_schedule(n, d, epsilon, moment_k, 1.0, 1.0, D, 1)
+        groups = profile.boosting_groups(first.phases, delta)
+    phase_schedule(n, d, epsilon, moment_k, 1.0, 1.0, D, groups)
+
+
+def _ratio_text(ratio: float) -> str:
+    """``n ε / d`` to 6 digits, or more where 6 would round it onto the switch."""
+    shown = f"{ratio:.6g}"
+    if (float(shown) >= POPULATION_FROM) != (ratio >= POPULATION_FROM):
+        shown = f"{ratio:.15g}"
+    return shown
+
+
 def choose_algorithm(*, n: int, d: int, epsilon: float, D: float, moment_k: float, delta: float,
                      profile: Profile, may_clip: bool, fixed_lam: bool = False,
-                     boosting_groups: int | None = None, population_options: bool = False
-                     ) -> tuple[str, bool]:
-    """``(algorithm, clip_rule)``: the plan ``"auto"`` runs for these public inputs.
+                     boosting_groups: int | None = None, population_options: bool = False,
+                     heavy: bool | None = None) -> tuple[str, bool, str]:
+    """``(algorithm, clip_rule, reason)``: the plan ``"auto"`` runs for these public inputs, and why
+    (the text :meth:`~cvxdp.plan.planner.ReleasePlan.describe` prints; public inputs only).
 
     * ``("population", False)`` when ``population_options`` (an option only Algorithm 1 reads was
       given: it is asked for, and refused by :meth:`~cvxdp.plan.inputs.PublicInputs.with_n` if ``n``
@@ -104,24 +124,34 @@ def choose_algorithm(*, n: int, d: int, epsilon: float, D: float, moment_k: floa
       tail, :func:`heavy_tail`, and no option fixing the constants, :func:`uses_clip_rule`) and
       ``n ε / d <`` :data:`POPULATION_FROM`;
     * ``("population", False)`` — Algorithm 1 — otherwise, when its halving schedule has a first phase
-      for ``n``; if it has none, Algorithm 3 (with the clip rule when ``may_clip``).
+      for ``n`` (:func:`check_population_schedule`); if it has none, Algorithm 3 (with the clip rule
+      when ``may_clip``).
+
+    ``heavy`` (default: ``may_clip``) says whether the moment bounds declared a heavy tail; it only
+    words the reason.
     """
+    heavy = may_clip if heavy is None else heavy
+    ratio = n * epsilon / d
+    shown = _ratio_text(ratio)
+    if not heavy:
+        population_reason = f"no public G_2 ≤ {CLIP_TAIL_RATIO:g}·G_k (a heavy tail) to clip at"
+    elif ratio >= POPULATION_FROM:
+        population_reason = f"n·ε/d = {shown} ≥ {POPULATION_FROM:g}"
+    else:
+        population_reason = "an option fixes the adaptive plan's constants"
     if population_options:
-        return "population", False
+        return "population", False, population_reason
     if fixed_lam:
-        return "recursive", False
-    if may_clip and n * epsilon / d < POPULATION_FROM:
-        return "recursive", True
+        return "recursive", False, "a fixed lam is a single ERM's"
+    if may_clip and ratio < POPULATION_FROM:
+        return "recursive", True, f"G_2/G_k ≤ {CLIP_TAIL_RATIO:g} and n·ε/d = {shown} < {POPULATION_FROM:g}"
     try:
-        groups = boosting_groups
-        if groups is None:
-            groups = profile.boosting_groups(phase_schedule(n, d, epsilon, moment_k, 1.0, 1.0, D, 1).phases,
-                                             delta)
-        phase_schedule(n, d, epsilon, moment_k, 1.0, 1.0, D, groups)
+        check_population_schedule(n=n, d=d, epsilon=epsilon, D=D, moment_k=moment_k, delta=delta,
+                                  profile=profile, boosting_groups=boosting_groups)
     except ParameterError:
-        return "recursive", may_clip
-    return "population", False
+        return "recursive", may_clip, f"n = {n} is too small for Algorithm 1's phases"
+    return "population", False, population_reason
 
 
-__all__ = ["CLIP_TAIL_RATIO", "POPULATION_FROM", "choose_algorithm", "clip_rule", "heavy_tail",
-           "uses_clip_rule"]
+__all__ = ["CLIP_TAIL_RATIO", "POPULATION_FROM", "check_population_schedule", "choose_algorithm", "clip_rule",
+           "heavy_tail", "uses_clip_rule"]

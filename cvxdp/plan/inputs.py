@@ -18,9 +18,8 @@ import numpy as np
 
 from cvxdp._validation import MOMENT_MAX, at_least, positive_finite, privacy_epsilon, probability
 from cvxdp.error import ParameterError, UncertifiableLossError
-from cvxdp.plan.auto import choose_algorithm, heavy_tail, uses_clip_rule
+from cvxdp.plan.auto import check_population_schedule, choose_algorithm, heavy_tail, uses_clip_rule
 from cvxdp.plan.profiles import Profile, get_profile
-from cvxdp.plan.schedule import phase_schedule
 
 ALGORITHMS = ("auto", "population", "recursive", "output-perturbation")
 
@@ -80,6 +79,8 @@ class PublicInputs:
     clip_rule: bool = False
     #: Whether ``algorithm`` was chosen by ``"auto"`` (from public inputs, :mod:`cvxdp.plan.auto`).
     auto_algorithm: bool = False
+    #: Why ``"auto"`` chose ``algorithm`` (public inputs only; printed by the plan's ``describe``).
+    auto_reason: str = ""
     #: Whether ``tail_share`` was passed (``False``: the default share above).
     tail_share_given: bool = False
 
@@ -208,24 +209,22 @@ class PublicInputs:
             raise ParameterError(f"n = {n} examples are too few; at least {max(10, 2 * self.d)} needed.")
         inputs = self
         if self.algorithm == "auto" or self.auto_algorithm:
-            may_clip = heavy_tail(self.G_k, self.G_2) and uses_clip_rule(
+            heavy = heavy_tail(self.G_k, self.G_2)
+            may_clip = heavy and uses_clip_rule(
                 self.profile, lam=self.lam, lambda_scale=self.lambda_scale, lambda_growth=self.lambda_growth,
                 max_phases=self.max_phases, boosting_groups=self.boosting_groups, localize=self.localize)
-            algorithm, clip = choose_algorithm(n=int(n), d=self.d, epsilon=self.epsilon, D=self.D,
-                                               moment_k=self.moment_k, delta=self.delta,
-                                               profile=self.profile, may_clip=may_clip,
-                                               fixed_lam=self.lam is not None,
-                                               boosting_groups=self.boosting_groups,
-                                               population_options=any(v is not None for v in (
-                                                   self.lambda_growth, self.max_phases,
-                                                   self.boosting_groups)))
-            inputs = replace(self, algorithm=algorithm, clip_rule=clip, auto_algorithm=True)
+            algorithm, clip, reason = choose_algorithm(
+                n=int(n), d=self.d, epsilon=self.epsilon, D=self.D, moment_k=self.moment_k, delta=self.delta,
+                profile=self.profile, may_clip=may_clip, heavy=heavy, fixed_lam=self.lam is not None,
+                boosting_groups=self.boosting_groups,
+                population_options=any(v is not None for v in (self.lambda_growth, self.max_phases,
+                                                               self.boosting_groups)))
+            inputs = replace(self, algorithm=algorithm, clip_rule=clip, auto_algorithm=True,
+                             auto_reason=reason)
         if inputs.algorithm == "population":  # the planner's group count, from n, d and δ alone
-            groups = inputs.boosting_groups
-            if groups is None:
-                first = phase_schedule(n, inputs.d, inputs.epsilon, inputs.moment_k, 1.0, 1.0, inputs.D, 1)
-                groups = inputs.profile.boosting_groups(first.phases, inputs.delta)
-            phase_schedule(n, inputs.d, inputs.epsilon, inputs.moment_k, 1.0, 1.0, inputs.D, groups)
+            check_population_schedule(n=n, d=inputs.d, epsilon=inputs.epsilon, D=inputs.D,
+                                      moment_k=inputs.moment_k, delta=inputs.delta, profile=inputs.profile,
+                                      boosting_groups=inputs.boosting_groups)
         return replace(inputs, n=int(n))
 
 

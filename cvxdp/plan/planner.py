@@ -30,7 +30,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from cvxdp.error import ParameterError
-from cvxdp.plan.auto import CLIP_TAIL_RATIO, POPULATION_FROM, clip_rule, heavy_tail
+from cvxdp.plan.auto import clip_rule
 from cvxdp.plan.inputs import PublicInputs
 from cvxdp.plan.profiles import RoundPlan, TightProfile
 from cvxdp.plan.schedule import (
@@ -151,7 +151,7 @@ class ReleasePlan:
         lines = [f"release plan: {ALGORITHM_NAMES[inp.algorithm]}, profile {self.profile_name}"
                  + (", the clip rule: C = G₂ (or the tail release's Ĝ₂ if lower), λ = 4C·sqrt(d/(n ε_fit))/D"
                     if inp.clip_rule else ""),
-                 *([f"  chosen by algorithm='auto': {self._auto_reason()}"] if inp.auto_algorithm else []),
+                 *([f"  chosen by algorithm='auto': {inp.auto_reason}"] if inp.auto_algorithm else []),
                  f"  ε = {inp.epsilon:.6g} in total on n = {inp.n} examples; d = {inp.d}, domain diameter "
                  f"D = {inp.D:.4g}; moment bound k = {inp.moment_k:g}, "
                  + ("G_k from the tail release" if inp.auto and self.provisional
@@ -200,24 +200,6 @@ class ReleasePlan:
                      "of the round's set U; R⁺ the radius of the next round's ball. Released weights lie "
                      "on a grid of spacing the power of two ≥ s (a floating-point defence; see SECURITY.md).")
         return "\n".join(lines)
-
-    def _auto_reason(self) -> str:
-        """Why ``algorithm="auto"`` chose this plan (public inputs only)."""
-        inp = self.inputs
-        ratio = inp.n * inp.epsilon / inp.d
-        shown = f"{ratio:.6g}"
-        if (float(shown) >= POPULATION_FROM) != (ratio >= POPULATION_FROM):  # rounded onto the switch
-            shown = f"{ratio:.15g}"
-        if inp.algorithm == "recursive" and inp.lam is not None:
-            return "a fixed lam is a single ERM's"
-        if inp.algorithm == "recursive" and (not inp.clip_rule or ratio >= POPULATION_FROM):
-            return f"n = {inp.n} is too small for Algorithm 1's phases"
-        if inp.clip_rule:
-            return f"G_2/G_k ≤ {CLIP_TAIL_RATIO:g} and n·ε/d = {shown} < {POPULATION_FROM:g}"
-        if not heavy_tail(inp.G_k, inp.G_2):
-            return f"no public G_2 ≤ {CLIP_TAIL_RATIO:g}·G_k (a heavy tail) to clip at"
-        return (f"n·ε/d = {shown} ≥ {POPULATION_FROM:g}" if ratio >= POPULATION_FROM
-                else "an option fixes the adaptive plan's constants")
 
     @property
     def adaptive_clip(self) -> bool:

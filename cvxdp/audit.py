@@ -1025,6 +1025,22 @@ def _tangent_kink_pair() -> tuple[dict, dict]:
     return data0, data1
 
 
+def _hinge_ball2_model() -> Model:
+    from cvxdp import losses
+
+    w = cp.Variable(2)
+    return Model(losses.hinge(w), [cp.norm(w, 2) <= 2.0])
+
+
+def _hinge_feature_pair() -> tuple[dict, dict]:
+    """:func:`_box_feature_pair`'s features with labels ``±1`` (the sign of the linear score): the extreme
+    row ``10¹²·(1, −1)`` is steep everywhere on ``W`` and its kink crosses the domain."""
+    d0, d1 = _box_feature_pair()
+    for data in (d0, d1):
+        data["y"] = np.where(data["y"] > 0, 1.0, -1.0)
+    return d0, d1
+
+
 def _lad_ball2_model() -> Model:
     from cvxdp import losses
 
@@ -1303,6 +1319,28 @@ def _register() -> dict[str, Scenario]:
                                             executor=PartitionedExecutor(4), epsilon=1.0, moment_k=4.0,
                                             G_k=3.0),
         full_runs=100, coupled_runs=1, same_tail=False))
+    # the bundle method's smoothed Newton start (at 2048 rows by default; here from 16): serial, in
+    # partitions, and on a hinge whose extreme record is a feature row of 10^12
+    smooth = ERMSettings(smoothed_start_rows=16)
+    out.append(Scenario(
+        "lad-label-1e10/smoothed-start/output-perturbation",
+        "LAD n=40, one label 1e10 vs 1, the bundle method started by the smoothed Newton search",
+        label_pair, solve_fit(lad1, algorithm="output-perturbation", erm=smooth, **defaults),
+        full_runs=2000, quick_runs=150))
+    out.append(Scenario(
+        "lad-oblique-row-1e60/smoothed-start/partitioned-output-perturbation",
+        "LAD on a ball, n=60, one row x=(1e60, 3e59), y=-1e90 in one of 4 partitions vs an ordinary one, "
+        "the bundle method started by the smoothed Newton search",
+        _oblique_steep_pair, solve_fit(_lad_ball2_model, algorithm="output-perturbation", erm=smooth,
+                                       executor=PartitionedExecutor(4), epsilon=1.0, moment_k=4.0, G_k=3.0),
+        full_runs=100, coupled_runs=1, same_tail=False))
+    out.append(Scenario(
+        "hinge-row-1e12/smoothed-start/population",
+        "hinge on a ball, n=40, one feature row 1e12*(1, -1) vs an ordinary one, the bundle method started "
+        "by the smoothed Newton search, algorithm='population'",
+        _hinge_feature_pair, solve_fit(_hinge_ball2_model, algorithm="population", erm=smooth, epsilon=1.0,
+                                       moment_k=4.0, G_k=3.0),
+        full_runs=40, coupled_runs=1))
     # a ball cut by two half-spaces, the optimum on the corner of the sphere and both faces
     for algorithm, full in (("output-perturbation", 100), ("population", 40)):
         out.append(Scenario(

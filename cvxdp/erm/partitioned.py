@@ -38,6 +38,7 @@ import numpy as np
 from cvxdp._validation import finite_array, positive_finite
 from cvxdp.erm.kinks import KinkRows
 from cvxdp.erm.problem import Cut, PassSums, RegularizedERM, reduce_pass
+from cvxdp.erm.smoothed_start import SmoothedSums
 from cvxdp.geometry import Domain
 from cvxdp.model import Model
 
@@ -67,6 +68,10 @@ def _pass(part: RegularizedERM, w: np.ndarray, tolerance: float, exclude: np.nda
 
 def _subsample(part: RegularizedERM, stride: int) -> RegularizedERM:
     return part.subsample(stride)
+
+
+def _smoothed(part: RegularizedERM, w: np.ndarray, mu: float) -> SmoothedSums | None:
+    return part.smoothed_sums(w, mu)
 
 
 def _kinks(part: RegularizedERM, w: np.ndarray, radius: float, cap: int) -> KinkRows | None:
@@ -139,6 +144,14 @@ class PartitionedERM:
         sub._m = sum(sizes)
         sub._starts = np.array(sub.parts.starts, dtype=np.int64)
         return sub
+
+    def smoothed_sums(self, w: np.ndarray, mu: float) -> SmoothedSums | None:
+        """The smoothed objective's sums of every partition, added here (the bundle method's start:
+        :mod:`cvxdp.erm.smoothed_start`); ``None`` if the smoothing does not apply."""
+        parts = self.parts.map(_smoothed, np.asarray(w, float), float(mu))
+        if not parts or any(p is None for p in parts):
+            return None
+        return SmoothedSums.total(parts)
 
     def kink_rows(self, w: np.ndarray, radius: float, cap: int) -> KinkRows | None:
         """The kink rows of every partition (:meth:`RegularizedERM.kink_rows

@@ -31,6 +31,7 @@ import numpy as np
 from cvxdp._validation import finite_array, positive_finite
 from cvxdp.erm.kinks import KinkRows, kink_candidates, kink_rows, two_piece
 from cvxdp.erm.master_dual import product_simplex_master, simplex_master
+from cvxdp.erm.smoothed_start import SmoothedSums, SmoothingRows, smoothed_row_sums
 from cvxdp.error import DataError
 from cvxdp.extension import LipschitzExtension
 from cvxdp.extension.affine_reduction import AffineReduction, affine_reduction
@@ -149,6 +150,20 @@ class RegularizedERM:
         eligible, kink = lean.kinks
         return kink_rows(w, radius, lean.a, lean.b, lean.link, lean.a_norm, eligible, kink, self.C,
                          self.feasible_set.norm_bound(), cap)
+
+    def smoothed_sums(self, w: np.ndarray, mu: float) -> SmoothedSums | None:
+        """The sums of the smoothed objective at ``w`` for the width ``mu`` over this problem's rows (the
+        bundle method's start: :mod:`cvxdp.erm.smoothed_start`), or ``None`` if the smoothing does not
+        apply (no two-piece closed form)."""
+        lean = self._tight_pass_data()
+        if lean is None or not two_piece(lean.link):
+            return None
+        if lean.smoothing is None:
+            if lean.kinks is None:
+                lean.kinks = kink_candidates(lean.link, lean.a_norm, lean.candidates)
+            eligible, kink = lean.kinks
+            lean.smoothing = SmoothingRows.of(lean.b, lean.link, lean.a_norm, eligible, kink, self.C)
+        return smoothed_row_sums(lean.a, lean.smoothing, np.asarray(w, dtype=float), float(mu))
 
     def upper_and_cut(self, w: np.ndarray, tolerance: float, exclude: np.ndarray | None = None
                       ) -> tuple[float, Cut]:
@@ -327,6 +342,7 @@ class _TightPassData:
     candidates: np.ndarray
     scales: np.ndarray
     kinks: tuple[np.ndarray, np.ndarray] | None = None
+    smoothing: SmoothingRows | None = None
 
 
 @dataclass

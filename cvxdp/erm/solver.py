@@ -99,6 +99,10 @@ class ERMSettings:
         Problems with at least this many rows start the bundle method from a subsample's point
         (:mod:`cvxdp.erm.bundle`); ``None`` (default): the bundle method's ``WARM_ROWS`` (2²⁰).  A
         public knob of the route only — the released point is certified either way.
+    smoothed_start_rows:
+        Two-piece generalized-linear problems (hinge, absolute value, pinball) with at least this many
+        rows start the bundle method from Newton's method on a smoothing (:mod:`cvxdp.erm.smoothed_start`);
+        ``None`` (default): the bundle method's ``SMOOTH_ROWS`` (2048).  A public knob of the route only.
     blas_threads:
         Threads the BLAS library may use during the fit (:mod:`cvxdp.run.blas`: one by default, as
         cvxdp's products are tall and thin and a second thread costs much on shared cores); ``None``
@@ -113,6 +117,7 @@ class ERMSettings:
     bundle_iterations: int = 200
     oracle_tolerance: float = 0.02
     subsample_rows: int | None = None
+    smoothed_start_rows: int | None = None
     blas_threads: int | None = DEFAULT_THREADS
 
     def __post_init__(self) -> None:
@@ -137,6 +142,9 @@ class ERMSettings:
         if self.subsample_rows is not None:
             object.__setattr__(self, "subsample_rows",
                                positive_int("ERMSettings.subsample_rows", self.subsample_rows))
+        if self.smoothed_start_rows is not None:
+            object.__setattr__(self, "smoothed_start_rows",
+                               positive_int("ERMSettings.smoothed_start_rows", self.smoothed_start_rows))
         if self.blas_threads is not None:
             object.__setattr__(self, "blas_threads",
                                positive_int("ERMSettings.blas_threads", self.blas_threads))
@@ -301,12 +309,15 @@ def _solve_certified(problem: RegularizedERM, alpha: float, settings: ERMSetting
     elif settings.method == "bundle":
         try:
             res = bundle_method(problem, alpha, problem.w0, max_iterations=settings.bundle_iterations,
-                                oracle_tolerance=tol, warm_rows=settings.subsample_rows)
+                                oracle_tolerance=tol, warm_rows=settings.subsample_rows,
+                                smooth_rows=settings.smoothed_start_rows)
         except (SolverError, CertificationError) as exc:
             notes.append(f"bundle method failed: {exc}")
         else:
             iterations += res.iterations
             warm = f" from a subsample's point ({res.warm_passes} passes over it)" if res.warm_passes else ""
+            if res.smoothed_passes:
+                warm = f" from the smoothed Newton point ({res.smoothed_passes} smoothed passes)"
             record(res.w, res.upper, res.lower, f"bundle ({res.iterations} passes{warm})")
         missed = best is None or not (best[0] <= alpha)
         if settings.refine and missed and isinstance(problem, RegularizedERM):

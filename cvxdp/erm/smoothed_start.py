@@ -1,0 +1,198 @@
+"""The bundle method's start for two-piece generalized-linear losses: Newton's method on a smoothing.
+
+**Why.**  A cutting-plane model of a piecewise-linear objective closes its gap slowly until the ball
+``B(w_best, sqrt(2·gap/λ))`` meets the kinks of few enough rows for them to enter the master program
+exactly (:mod:`cvxdp.erm.kinks`).  From the regularizer's centre, with heavy-tailed features (whose
+steep rows have kinks near every point), that took 30 passes over 5·10⁴ rows and 39 over 5·10⁵
+(``benchmarks/bench_scale.py``'s instances, the first phase of Algorithm 1) — most of a fit's time.  A
+point within about 10⁻⁴ of the minimizer lets the kink model take over at once (2–3 passes).
+
+**The smoothing.**  A generalized-linear row ``φ(<a, y> + b)`` with two pieces of slopes ``κ₀ ≤ 0 ≤ κ₁``
+and kink ``u_k`` has, on ``R^d``, the Lipschitz extension (the clipped rows of
+:mod:`cvxdp.extension.tight`)
+
+    φ_C(u) = φ(u_k) + max(ℓ t, h t),   t = u − u_k,   ℓ = max(κ₀, −C/||a||),   h = min(κ₁, C/||a||).
+
+Its Huber smoothing of width ``μ > 0``,
+
+    ψ_μ(t) = t²/(2μ)  where ℓμ < t < hμ,      ψ_μ(t) = q t − q² μ/2,  q = clip(t/μ, ℓ, h),  elsewhere,
+
+is convex and continuously differentiable with ``ψ_μ' = clip(t/μ, ℓ, h)``, ``ψ_μ'' = 1/μ`` on
+``(ℓμ, hμ)`` and 0 outside, and ``0 ≤ max(ℓt, ht) − ψ_μ(t) ≤ max(ℓ², h²) μ/2`` (it is the Moreau
+envelope of ``max(ℓt, ht)`` with parameter ``μ``).  So
+
+    S_μ(w) = (1/m) Σ_i ψ_μ(<a_i, w> + b_i − u_{k,i}) + (λ/2)||w − w₀||²
+
+is ``λ``-strongly convex, twice differentiable almost everywhere, and within ``max κ² μ/2`` of ``F``
+(up to the constants ``φ(u_k)``) on the rows it covers.  Newton's method with backtracking, the
+iterates made feasible in ``U`` by the region's own :meth:`make_feasible`, and continuation
+``μ ← μ·SHRINK`` from the residuals' mean modulus down to ``MU_FLOOR`` of it follows the minimizers of
+``S_μ`` toward ``F``'s.  Each step needs one pass over the rows for ``Σψ``, ``Σψ' a`` and
+``Σψ'' a aᵀ`` — sums, so partitions compute theirs where they live
+(:meth:`RegularizedERM.smoothed_sums <cvxdp.erm.problem.RegularizedERM.smoothed_sums>`) and the driver
+solves the ``d × d`` system.  Rows outside the closed form (a level offset, a link that is not two
+pieces bracketing 0, ``a = 0``) are left out of ``S_μ``: they only make the start worse.
+
+**What this changes.**  The route only, as the subsample start of :mod:`cvxdp.erm.bundle` does: the
+point found is a starting point for the bundle method, which evaluates, bounds and certifies its own
+iterates as always, and the released point is an ``α``-minimizer of ``F`` with the certified gap, so
+the sensitivity (which holds for every ``α``-minimizer) does not see the start.  Nothing here is
+certified and nothing needs to be; any failure (a non-finite sum, a singular system, a point the
+region cannot make feasible) ends the search with the best point so far or, before any step, with no
+start at all (``None``).  The start is a function of all rows, like every iterate of the bundle method;
+per-example quantities are untouched.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+#: The smoothing width shrinks by this factor between stages ...
+SHRINK = 0.01
+#: ... from the residuals' mean modulus at the start down to this fraction of it (five stages).
+MU_FLOOR = 1e-8
+#: Newton steps per stage at most (the quadratic convergence of each stage needs two or three).
+NEWTON_STEPS = 3
+#: Halvings of a Newton step before the stage gives up on it.
+BACKTRACKS = 10
+#: Sufficient decrease of the backtracking (Armijo) test.
+ARMIJO = 1e-4
+
+
+@dataclass(frozen=True)
+class SmoothedSums:
+    """Sums over some rows of the smoothed objective's loss part at ``w``: ``Σψ_μ``, ``Σψ_μ' a``,
+    ``Σψ_μ'' a aᵀ`` and ``Σ|t|`` (the residuals' modulus: the first stage's width)."""
+
+    value: float
+    gradient: np.ndarray
+    hessian: np.ndarray
+    abs_residual: float
+
+    @staticmethod
+    def total(parts: list[SmoothedSums]) -> SmoothedSums:
+        return SmoothedSums(float(sum(p.value for p in parts)),
+                            np.sum([p.gradient for p in parts], axis=0),
+                            np.sum([p.hessian for p in parts], axis=0),
+                            float(sum(p.abs_residual for p in parts)))
+
+
+@dataclass(frozen=True)
+class SmoothingRows:
+    """Per row, what :func:`smoothed_row_sums` reads besides ``a``: the shift ``b − u_k`` and the
+    clipped slopes ``ℓ ≤ 0 ≤ h`` (both 0 for a row left out, which then contributes nothing)."""
+
+    shift: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+
+    @staticmethod
+    def of(b: np.ndarray, link: object, a_norm: np.ndarray, eligible: np.ndarray, kink: np.ndarray,
+           C: float) -> SmoothingRows:
+        """The smoothing's rows for a two-piece link (``eligible`` and ``kink`` from
+        :func:`~cvxdp.erm.kinks.kink_candidates`)."""
+        slopes = np.broadcast_to(link.slopes, (a_norm.size, 2))
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            reach = C / a_norm
+            low = np.maximum(slopes.min(axis=1), -reach)
+            high = np.minimum(slopes.max(axis=1), reach)
+            shift = b - kink
+        keep = eligible & np.isfinite(shift) & np.isfinite(low) & np.isfinite(high)
+        return SmoothingRows(np.where(keep, shift, 0.0), np.where(keep, low, 0.0), np.where(keep, high, 0.0))
+
+
+def smoothed_row_sums(a: np.ndarray, rows: SmoothingRows, w: np.ndarray, mu: float) -> SmoothedSums:
+    """:class:`SmoothedSums` of the rows ``a`` (``(m, d)``) at ``w`` for the width ``mu``."""
+    with np.errstate(all="ignore"):
+        t = a @ w + rows.shift
+        s = t / mu
+        q = np.clip(s, rows.low, rows.high)
+        inner = (s > rows.low) & (s < rows.high)
+        value = float(np.sum(np.where(inner, 0.5 * t * s, q * t - 0.5 * mu * q * q)))
+        gradient = a.T @ q
+        curved = a[inner]
+        hessian = (curved.T @ curved) / mu
+        abs_residual = float(np.sum(np.abs(np.where(rows.high > rows.low, t, 0.0))))
+    return SmoothedSums(value, gradient, hessian, abs_residual)
+
+
+@dataclass(frozen=True)
+class SmoothedStart:
+    """The start found and the passes over the rows it took."""
+
+    w: np.ndarray
+    passes: int
+
+
+def smoothed_newton_start(problem: object, start: np.ndarray) -> SmoothedStart | None:
+    """A point near the minimizer of ``F`` from Newton's method on ``S_μ`` with continuation (module
+    docstring), or ``None`` where the problem has no smoothing (``problem.smoothed_sums`` answers
+    ``None``) or the first pass fails.  Never raises for a numerical failure: the search stops with the
+    best point so far."""
+    m, lam, w0 = problem.m, float(problem.lam), np.asarray(problem.w0, float)
+    region = problem.feasible_set
+    d = w0.size
+
+    def feasible(point: np.ndarray) -> np.ndarray | None:
+        out = region.make_feasible(np.asarray(point, float)[None, :])[0]
+        return out if np.all(np.isfinite(out)) else None
+
+    def objective(x: np.ndarray, sums: SmoothedSums) -> float:
+        return sums.value / m + 0.5 * lam * float(np.dot(x - w0, x - w0))
+
+    x = feasible(start)
+    if x is None:
+        return None
+    first = problem.smoothed_sums(x, 1.0)
+    passes = 1
+    if first is None or not math.isfinite(first.abs_residual):
+        return None
+    mu0 = first.abs_residual / m
+    if not (mu0 > 0 and math.isfinite(mu0)):
+        return None
+    mu, floor = mu0, mu0 * MU_FLOOR
+    sums = problem.smoothed_sums(x, mu)
+    passes += 1
+    while True:
+        for _ in range(NEWTON_STEPS):
+            value = objective(x, sums)
+            g = sums.gradient / m + lam * (x - w0)
+            H = sums.hessian / m + lam * np.eye(d)
+            if not (math.isfinite(value) and np.all(np.isfinite(g)) and np.all(np.isfinite(H))):
+                return SmoothedStart(x, passes)
+            try:
+                step = -np.linalg.solve(H, g)
+            except np.linalg.LinAlgError:
+                return SmoothedStart(x, passes)
+            tau, accepted = 1.0, None
+            for _ in range(BACKTRACKS):
+                trial = feasible(x + tau * step)
+                if trial is None:
+                    break
+                trial_sums = problem.smoothed_sums(trial, mu)
+                passes += 1
+                trial_value = objective(trial, trial_sums)
+                if trial_value <= value + ARMIJO * float(g @ (trial - x)):  # False for NaN
+                    accepted = (trial, trial_sums)
+                    break
+                tau *= 0.5
+            if accepted is None:
+                break  # no decrease along the step: this stage is done
+            moved = float(np.linalg.norm(accepted[0] - x))
+            x, sums = accepted
+            if moved <= 1e-12 * (1.0 + float(np.linalg.norm(x))):
+                break
+        if mu <= floor:
+            return SmoothedStart(x, passes)
+        mu *= SHRINK
+        sums = problem.smoothed_sums(x, mu)
+        passes += 1
+
+
+__all__ = ["SmoothedStart", "SmoothedSums", "SmoothingRows", "smoothed_newton_start", "smoothed_row_sums"]

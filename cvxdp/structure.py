@@ -222,6 +222,12 @@ def affine_coefficients(exprs: tuple[cp.Expression, ...], w: cp.Variable,
             return np.broadcast_to(np.asarray(out, float).reshape(-1), (count,))
         b[:, j] = ev(np.zeros(d))
         bj = b[:, j]
+        if w.id not in {v.id for v in ex.variables()}:
+            # a piece without w (hinge's 0): every evaluation below is b's, so each difference is b − b
+            # exactly (0, or NaN where b overflowed) at every step — the same bits without d evaluations
+            with np.errstate(invalid="ignore"):
+                A[:, j, :] = (bj - bj)[:, None]
+            continue
         abs_b = np.abs(bj)
         bound = np.empty((d, m))  # rounding bound of each coefficient, by coefficient
         scale = np.zeros(m)  # a lower bound on each example's largest |coefficient|

@@ -108,18 +108,23 @@ class SmoothingRows:
 
 
 def smoothed_row_sums(a: np.ndarray, rows: SmoothingRows, w: np.ndarray, mu: float) -> SmoothedSums:
-    """:class:`SmoothedSums` of the rows ``a`` (``(m, d)``) at ``w`` for the width ``mu``."""
+    """:class:`SmoothedSums` of the rows ``a`` (``(m, d)``) at ``w`` for the width ``mu``; ``mu = ∞`` gives
+    the residuals' modulus only (the other sums 0).
+
+    One formula serves both zones: inside, ``q = t/μ`` and ``q t − q² μ/2 = t²/(2μ)``."""
+    d = a.shape[1]
     with np.errstate(all="ignore"):
         t = a @ w + rows.shift
+        if math.isinf(mu):
+            abs_residual = float(np.sum(np.abs(np.where(rows.high > rows.low, t, 0.0))))
+            return SmoothedSums(0.0, np.zeros(d), np.zeros((d, d)), abs_residual)
         s = t / mu
         q = np.clip(s, rows.low, rows.high)
-        inner = (s > rows.low) & (s < rows.high)
-        value = float(np.sum(np.where(inner, 0.5 * t * s, q * t - 0.5 * mu * q * q)))
+        value = float(np.sum(q * (t - 0.5 * mu * q)))
         gradient = a.T @ q
-        curved = a[inner]
+        curved = a[(s > rows.low) & (s < rows.high)]
         hessian = (curved.T @ curved) / mu
-        abs_residual = float(np.sum(np.abs(np.where(rows.high > rows.low, t, 0.0))))
-    return SmoothedSums(value, gradient, hessian, abs_residual)
+    return SmoothedSums(value, gradient, hessian, 0.0)
 
 
 @dataclass(frozen=True)
@@ -149,7 +154,7 @@ def smoothed_newton_start(problem: object, start: np.ndarray) -> SmoothedStart |
     x = feasible(start)
     if x is None:
         return None
-    first = problem.smoothed_sums(x, 1.0)
+    first = problem.smoothed_sums(x, math.inf)
     passes = 1
     if first is None or not math.isfinite(first.abs_residual):
         return None
@@ -160,6 +165,7 @@ def smoothed_newton_start(problem: object, start: np.ndarray) -> SmoothedStart |
     sums = problem.smoothed_sums(x, mu)
     passes += 1
     while True:
+        reach = math.inf  # a stage's first step is Newton's full step
         for _ in range(NEWTON_STEPS):
             value = objective(x, sums)
             g = sums.gradient / m + lam * (x - w0)
@@ -170,7 +176,10 @@ def smoothed_newton_start(problem: object, start: np.ndarray) -> SmoothedStart |
                 step = -np.linalg.solve(H, g)
             except np.linalg.LinAlgError:
                 return SmoothedStart(x, passes)
-            tau, accepted = 1.0, None
+            # later steps at most twice as long as the stage's last one save the halvings of a step that
+            # the model's few curved rows made too long
+            length = float(np.linalg.norm(step))
+            tau, accepted = (min(1.0, 2.0 * reach / length) if length > 0 else 1.0), None
             for _ in range(BACKTRACKS):
                 trial = feasible(x + tau * step)
                 if trial is None:
@@ -185,6 +194,7 @@ def smoothed_newton_start(problem: object, start: np.ndarray) -> SmoothedStart |
             if accepted is None:
                 break  # no decrease along the step: this stage is done
             moved = float(np.linalg.norm(accepted[0] - x))
+            reach = max(moved, 1e-300)
             x, sums = accepted
             if moved <= 1e-12 * (1.0 + float(np.linalg.norm(x))):
                 break

@@ -1041,6 +1041,24 @@ def _hinge_feature_pair() -> tuple[dict, dict]:
     return d0, d1
 
 
+def _crossing_kink_pair() -> tuple[dict, dict]:
+    """:func:`_oblique_steep_pair` with the extreme row ``x = 10⁶⁰·(1, 0.3)``, ``y = 1.9·10⁶⁰``: its kink
+    hyperplane ``<x, w> = y`` crosses the radius-2 ball (at distance 1.82 from 0), so the row is steep on
+    ``W`` and kinked inside it — kept by the smoothed start, unlike a row whose kink misses ``W``."""
+    d0, d1 = _oblique_steep_pair()
+    d0["x"][-1], d0["y"][-1] = [1e60, 3e59], 1.9e60
+    return d0, d1
+
+
+def _far_kink_pair() -> tuple[dict, dict]:
+    """:func:`_oblique_steep_pair` with the extreme row ``x = 10⁻⁵⁰·(1, 1)``, ``y = 1``: a residual of about 1
+    on ``W`` in units of ``||x||`` that is ``10⁵⁰`` — it set the smoothed start's first width for every
+    row until the residuals were capped at ``||x|| diam W`` (found by review)."""
+    d0, d1 = _oblique_steep_pair()
+    d0["x"][-1], d0["y"][-1] = [1e-50, 1e-50], 1.0
+    return d0, d1
+
+
 def _lad_ball2_model() -> Model:
     from cvxdp import losses
 
@@ -1334,6 +1352,20 @@ def _register() -> dict[str, Scenario]:
         _oblique_steep_pair, solve_fit(_lad_ball2_model, algorithm="output-perturbation", erm=smooth,
                                        executor=PartitionedExecutor(4), epsilon=1.0, moment_k=4.0, G_k=3.0),
         full_runs=100, coupled_runs=1, same_tail=False))
+    out.append(Scenario(
+        "lad-crossing-kink-1e60/smoothed-start/output-perturbation",
+        "LAD on a ball, n=60, one row x=1e60*(1, 0.3), y=1.9e60 (its kink crosses W) vs an ordinary one, "
+        "the bundle method started by the smoothed Newton search",
+        _crossing_kink_pair, solve_fit(_lad_ball2_model, algorithm="output-perturbation", erm=smooth,
+                                       epsilon=1.0, moment_k=4.0, G_k=3.0),
+        full_runs=500, quick_runs=60, coupled_runs=1, same_tail=False))
+    out.append(Scenario(
+        "lad-far-kink-row/smoothed-start/output-perturbation",
+        "LAD on a ball, n=60, one row x=1e-50*(1, 1), y=1 (residual 1e50 everywhere on W) vs an ordinary "
+        "one, the bundle method started by the smoothed Newton search",
+        _far_kink_pair, solve_fit(_lad_ball2_model, algorithm="output-perturbation", erm=smooth,
+                                  epsilon=1.0, moment_k=4.0, G_k=3.0),
+        full_runs=500, quick_runs=0, coupled_runs=1, same_tail=False))
     out.append(Scenario(
         "hinge-row-1e12/smoothed-start/population",
         "hinge on a ball, n=40, one feature row 1e12*(1, -1) vs an ordinary one, the bundle method started "

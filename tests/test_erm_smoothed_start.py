@@ -13,6 +13,7 @@ import cvxdp.erm.bundle as bundle_module
 import cvxdp.erm.smoothed_start as smoothed_module
 from cvxdp.erm import ERMSettings, bundle_method
 from cvxdp.erm.partitioned import PartitionedERM
+from cvxdp.erm.problem import RegularizedERM
 from cvxdp.erm.smoothed_start import SmoothingRows, smoothed_newton_start, smoothed_row_sums
 from cvxdp.error import ParameterError
 from cvxdp.run.executor import PartitionedExecutor
@@ -23,7 +24,11 @@ def _rows(rng, m=400, d=3):
     a = rng.standard_t(3.0, size=(m, d))
     low = -rng.uniform(0.0, 1.0, m)
     high = rng.uniform(0.0, 1.0, m)
-    return a, SmoothingRows(rng.normal(size=m), low, high)
+    return a, SmoothingRows(rng.normal(size=m), low, high, np.full(m, np.inf))
+
+
+def _sliced(rows, part):
+    return SmoothingRows(rows.shift[part], rows.low[part], rows.high[part], rows.span[part])
 
 
 def _psi(t, low, high, mu):
@@ -71,16 +76,15 @@ def test_a_row_left_out_contributes_nothing_and_the_sums_add_over_partitions(rng
     a, rows = _rows(rng)
     w, mu = rng.normal(size=3), 0.2
     whole = smoothed_row_sums(a, rows, w, mu)
-    first, second = (smoothed_row_sums(a[s], SmoothingRows(rows.shift[s], rows.low[s], rows.high[s]), w, mu)
-                     for s in (slice(0, 150), slice(150, None)))
+    first, second = (smoothed_row_sums(a[s], _sliced(rows, s), w, mu) for s in (slice(0, 150), slice(150, None)))
     total = smoothed_module.SmoothedSums.total([first, second])
     np.testing.assert_allclose(total.value, whole.value, rtol=1e-12)
     np.testing.assert_allclose(total.gradient, whole.gradient, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(total.hessian, whole.hessian, rtol=1e-12, atol=1e-12)
     out = SmoothingRows(rows.shift, np.where(np.arange(400) < 200, rows.low, 0.0),
-                        np.where(np.arange(400) < 200, rows.high, 0.0))
+                        np.where(np.arange(400) < 200, rows.high, 0.0), rows.span)
     part = smoothed_row_sums(a, out, w, mu)
-    head = smoothed_row_sums(a[:200], SmoothingRows(rows.shift[:200], rows.low[:200], rows.high[:200]), w, mu)
+    head = smoothed_row_sums(a[:200], _sliced(rows, slice(0, 200)), w, mu)
     np.testing.assert_allclose(part.gradient, head.gradient, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(part.value, head.value, rtol=1e-12)
 
@@ -166,3 +170,58 @@ def test_smoothed_start_rows_is_validated():
         with pytest.raises(ParameterError):
             ERMSettings(smoothed_start_rows=bad)
     assert ERMSettings(smoothed_start_rows=10).smoothed_start_rows == 10
+
+
+def test_the_hessian_in_blocks_is_the_hessian(rng, monkeypatch):
+    """The Hessian accumulated a block of rows at a time (temporaries of a block's size) is the one of
+    all rows at once, to the additions' rounding."""
+    a, rows = _rows(rng)
+    w = rng.normal(size=3)
+    whole = smoothed_row_sums(a, rows, w, 0.3)
+    monkeypatch.setattr(smoothed_module, "BLOCK", 37)
+    blocked = smoothed_row_sums(a, rows, w, 0.3)
+    np.testing.assert_allclose(blocked.hessian, whole.hessian, rtol=1e-12, atol=1e-12)
+    assert np.any(whole.hessian != 0)
+
+
+def test_a_row_whose_kink_is_far_outside_u_does_not_set_the_width(rng):
+    """One row with features 10⁻⁵⁰ and label 1 (its residual 10⁴⁹ and more, but affine on ``U``) made the
+    first width so large that no stage moved (found by review): its residual is capped at
+    ``||a|| diam U``, and the start lands as near the minimizer as without that row."""
+    problem, data = _problem(rng, loss="absolute", m=3000, d=5, C=5.0, lam=0.2, region="W")
+    data = {k: np.array(v, copy=True) for k, v in data.items()}
+    data["x"][-1], data["y"][-1] = 1e-50, 1.0
+    far = type(problem)(problem.model, problem.model.bind(data), problem.region, problem.C, problem.lam,
+                        problem.w0)
+    for p in (problem, far):
+        cold = bundle_method(p, 1e-8, p.w0, warm_start=False)
+        start = smoothed_newton_start(p, p.w0)
+        assert float(np.linalg.norm(start.w - cold.w)) <= float(np.linalg.norm(p.w0 - cold.w)) / 20
+
+
+def test_no_step_taken_means_no_start(rng, monkeypatch):
+    """A search that never moves returns ``None`` (the subsample start may then run) instead of the
+    given point dressed as a start."""
+    problem, _ = _problem(rng, loss="hinge", m=600, region="W")
+    monkeypatch.setattr(smoothed_module, "ARMIJO", np.inf)  # no step passes the decrease test
+    assert smoothed_newton_start(problem, problem.w0) is None
+
+
+def test_a_partition_whose_sums_fail_answers_none_on_its_worker(rng, monkeypatch):
+    """The worker-side task is total: an exception in a partition's sums becomes ``None`` there (a failed
+    Dask task would be logged on its worker), and the start then falls back at the driver."""
+    from cvxdp.erm import partitioned
+
+    problem, data = _problem(rng, loss="hinge", m=900, region="W")
+    parts = Partitions.from_data(problem.model, data, PartitionedExecutor(3))
+    parted = PartitionedERM(problem.model, parts, problem.region, problem.C, problem.lam, problem.w0)
+
+    def broken(self, w, mu):
+        if self.m < 400 and w[0] > -10:
+            raise FloatingPointError("a partition's pass failed")
+        return None
+
+    monkeypatch.setattr(RegularizedERM, "smoothed_sums", broken)
+    assert partitioned._smoothed(problem, problem.w0, 1.0) is None
+    assert parted.smoothed_sums(problem.w0, 1.0) is None
+    assert smoothed_newton_start(parted, problem.w0) is None

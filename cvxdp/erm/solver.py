@@ -317,7 +317,7 @@ def _solve_certified(problem: RegularizedERM, alpha: float, settings: ERMSetting
             iterations += res.iterations
             warm = f" from a subsample's point ({res.warm_passes} passes over it)" if res.warm_passes else ""
             if res.smoothed_passes:
-                warm = f" from the smoothed Newton point ({res.smoothed_passes} smoothed passes)"
+                warm = f" from the smoothed Newton point, after {res.smoothed_passes} smoothed passes"
             record(res.w, res.upper, res.lower, f"bundle ({res.iterations} passes{warm})")
         missed = best is None or not (best[0] <= alpha)
         if settings.refine and missed and isinstance(problem, RegularizedERM):

@@ -35,8 +35,8 @@ with at least ``SMOOTH_ROWS`` rows, the start is instead the end of Newton's met
 ``F`` (:mod:`cvxdp.erm.smoothed_start`): five stages of a few passes each that bring the point to about
 10⁻⁴ of the minimizer, where the kink model closes the gap in two or three passes (measured on
 ``bench_scale``'s first phases: 30 passes over 5·10⁴ rows became 3 after about 40 smoothed ones, each
-about a tenth of a certified pass's cost; 39 over 5·10⁵ rows became 2).  The same argument holds: a start, not a release; the subsample is not run when
-the smoothed start gives a point.
+about a tenth of a certified pass's cost; 39 over 5·10⁵ rows became 2).  The same argument holds: a
+start, not a release; the subsample is not run when the smoothed start gives a point.
 
 Only sums over examples reach the method — the cut ``(ḡ_t, β̄_t)`` and the value — plus the pieces of
 the few kink rows, so the passes can run where the data are (partitions on workers) and be reduced

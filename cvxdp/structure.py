@@ -231,18 +231,29 @@ def affine_coefficients(exprs: tuple[cp.Expression, ...], w: cp.Variable,
         abs_b = np.abs(bj)
         bound = np.empty((d, m))  # rounding bound of each coefficient, by coefficient
         scale = np.zeros(m)  # a lower bound on each example's largest |coefficient|
+        # the same arithmetic as `a = v − b; err = 4u(|v| + |b|)` in a few reused buffers (a fit of 10⁶
+        # rows spent seconds making and freeing the temporaries)
+        a, tmp = np.empty(m), np.empty(m)
+        ok, ok2 = np.empty(m, dtype=bool), np.empty(m, dtype=bool)
         for k in range(d):
             e = np.zeros(d)
             e[k] = 1.0
             v = ev(e)
+            err = bound[k]
             with np.errstate(over="ignore", invalid="ignore"):
-                a = v - bj
-                err = 4.0 * unit * (np.abs(v) + abs_b)
+                np.subtract(v, bj, out=a)
+                np.abs(v, out=err)
+                err += abs_b
+                err *= 4.0 * unit
             A[:, j, k] = a  # as before, even where it is not finite (then the data overflow)
-            err[~(np.isfinite(a) & np.isfinite(err))] = np.inf
-            bound[k] = err
+            np.isfinite(a, out=ok)
+            ok &= np.isfinite(err, out=ok2)
+            np.logical_not(ok, out=ok)
+            err[ok] = np.inf
             with np.errstate(invalid="ignore"):
-                np.fmax(scale, np.abs(a) - err, out=scale)
+                np.abs(a, out=tmp)
+                tmp -= err
+                np.fmax(scale, tmp, out=scale)
         for t in _DIFFERENCE_STEPS[1:]:
             with np.errstate(invalid="ignore"):
                 rows = np.flatnonzero(~(bound.max(axis=0) <= 2.0**-40 * scale))

@@ -220,8 +220,8 @@ def affine_coefficients(exprs: tuple[cp.Expression, ...], w: cp.Variable,
             except UnsupportedAtom:
                 out = evaluate_per_example(ex, vals, count)
             return np.broadcast_to(np.asarray(out, float).reshape(-1), (count,))
-        mirror = next((i for i in range(j) if type(ex).__name__ == "NegExpression" and ex.args[0] is exprs[i]),
-                      None)
+        negated = type(ex).__name__ == "NegExpression"
+        mirror = next((i for i in range(j) if negated and ex.args[0] is exprs[i]), None)
         if mirror is not None:
             # −e of an earlier piece e (|r| = max(r, −r)): every evaluation below is e's negated exactly,
             # and fl(−v − (−b)) = −fl(v − b), so the whole computation is e's with the signs flipped

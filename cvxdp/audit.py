@@ -1358,14 +1358,14 @@ def _register() -> dict[str, Scenario]:
         "the bundle method started by the smoothed Newton search",
         _crossing_kink_pair, solve_fit(_lad_ball2_model, algorithm="output-perturbation", erm=smooth,
                                        epsilon=1.0, moment_k=4.0, G_k=3.0),
-        full_runs=500, quick_runs=60, coupled_runs=1, same_tail=False))
+        full_runs=2000, quick_runs=60, coupled_runs=1, same_tail=False))
     out.append(Scenario(
         "lad-far-kink-row/smoothed-start/output-perturbation",
         "LAD on a ball, n=60, one row x=1e-50*(1, 1), y=1 (residual 1e50 everywhere on W) vs an ordinary "
         "one, the bundle method started by the smoothed Newton search",
         _far_kink_pair, solve_fit(_lad_ball2_model, algorithm="output-perturbation", erm=smooth,
                                   epsilon=1.0, moment_k=4.0, G_k=3.0),
-        full_runs=500, quick_runs=0, coupled_runs=1, same_tail=False))
+        full_runs=2000, quick_runs=0, coupled_runs=1, same_tail=False))
     out.append(Scenario(
         "hinge-row-1e12/smoothed-start/population",
         "hinge on a ball, n=40, one feature row 1e12*(1, -1) vs an ordinary one, the bundle method started "

@@ -179,7 +179,10 @@ class Loss:
             _check_attributes(name, p, arr)
             if name in self.validators:
                 self.validators[name](arr)
-            checked[p] = arr
+            # C order: numpy's reductions and einsum round a row by the array's memory layout, and a row
+            # subset is a C-ordered copy, so a Fortran-ordered input (pandas' to_numpy) gave a row other bits
+            # in a subset than in its batch (found by review); one copy here makes every row's bits its own
+            checked[p] = np.ascontiguousarray(arr)
         if m is None or m == 0:
             raise DataError("the data set is empty; at least one example is needed.")
         return Examples(loss=self, arrays=checked, m=int(m))

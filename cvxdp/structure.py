@@ -224,7 +224,10 @@ def affine_coefficients(exprs: tuple[cp.Expression, ...], w: cp.Variable,
         mirror = next((i for i in range(j) if negated and ex.args[0] is exprs[i]), None)
         if mirror is not None:
             # −e of an earlier piece e (|r| = max(r, −r)): every evaluation below is e's negated exactly,
-            # and fl(−v − (−b)) = −fl(v − b), so the whole computation is e's with the signs flipped
+            # and fl(−v − (−b)) = −fl(v − b) for every nonzero difference, so the whole computation is e's
+            # with the signs flipped — the same values; only the sign of a zero or NaN coefficient may
+            # differ from a full evaluation (found by review), and nothing reads those signs (the GLM form
+            # sums from +0, the norms drop them, a NaN row fails closed)
             b[:, j] = -b[:, mirror]
             A[:, j, :] = -A[:, mirror, :]
             continue

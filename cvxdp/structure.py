@@ -236,6 +236,7 @@ def affine_coefficients(exprs: tuple[cp.Expression, ...], w: cp.Variable,
         if w.id not in {v.id for v in ex.variables()}:
             # a piece without w (hinge's 0): every evaluation below is b's, so each difference is b − b
             # exactly (0, or NaN where b overflowed) at every step — the same bits without d evaluations
+            # (the rows are C-ordered by Loss.bind, so a subset's evaluation rounds as the batch's does)
             with np.errstate(invalid="ignore"):
                 A[:, j, :] = (bj - bj)[:, None]
             continue
@@ -245,7 +246,7 @@ def affine_coefficients(exprs: tuple[cp.Expression, ...], w: cp.Variable,
         # the same arithmetic as `a = v − b; err = 4u(|v| + |b|)` in a few reused buffers (a fit of 10⁶
         # rows spent seconds making and freeing the temporaries)
         a, tmp = np.empty(m), np.empty(m)
-        ok, ok2 = np.empty(m, dtype=bool), np.empty(m, dtype=bool)
+        good, good_err = np.empty(m, dtype=bool), np.empty(m, dtype=bool)
         for k in range(d):
             e = np.zeros(d)
             e[k] = 1.0
@@ -257,10 +258,9 @@ def affine_coefficients(exprs: tuple[cp.Expression, ...], w: cp.Variable,
                 err += abs_b
                 err *= 4.0 * unit
             A[:, j, k] = a  # as before, even where it is not finite (then the data overflow)
-            np.isfinite(a, out=ok)
-            ok &= np.isfinite(err, out=ok2)
-            np.logical_not(ok, out=ok)
-            err[ok] = np.inf
+            np.isfinite(a, out=good)
+            good &= np.isfinite(err, out=good_err)
+            err[~good] = np.inf
             with np.errstate(invalid="ignore"):
                 np.abs(a, out=tmp)
                 tmp -= err

@@ -160,7 +160,7 @@ def bundle_method(problem: RegularizedERM, alpha: float, start: np.ndarray, *, m
     cuts: list[Cut] = []
     kinks: KinkRows | None = None
     mu = None if prox is None else prox * problem.lam
-    cap = None if kink_cap is None else max(min(kink_cap, int(problem.m // KINK_SHARE)), 1)
+    cap = None if kink_cap is None else max(min(kink_cap, problem.m // KINK_SHARE), 1)
     passes = 0
     for passes in range(1, max_iterations + 1):
         if kinks is None:

@@ -51,13 +51,10 @@ per-example quantities are untouched.
 
 from __future__ import annotations
 
-import logging
 import math
 from dataclasses import dataclass
 
 import numpy as np
-
-logger = logging.getLogger(__name__)
 
 #: The smoothing width shrinks by this factor between stages ...
 SHRINK = 0.01
@@ -76,7 +73,7 @@ ARMIJO = 1e-4
 @dataclass(frozen=True)
 class SmoothedSums:
     """Sums over some rows of the smoothed objective's loss part at ``w``: ``Σψ_μ``, ``Σψ_μ' a``,
-    ``Σψ_μ'' a aᵀ`` and ``Σ|t|`` (the residuals' modulus: the first stage's width)."""
+    ``Σψ_μ'' a aᵀ`` and ``Σ min(|t|, ||a|| diam U)`` (the capped residuals: the first stage's width)."""
 
     value: float
     gradient: np.ndarray

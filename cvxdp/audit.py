@@ -1051,9 +1051,10 @@ def _crossing_kink_pair() -> tuple[dict, dict]:
 
 
 def _far_kink_pair() -> tuple[dict, dict]:
-    """:func:`_oblique_steep_pair` with the extreme row ``x = 10⁻⁵⁰·(1, 1)``, ``y = 1``: a residual of about 1
-    on ``W`` in units of ``||x||`` that is ``10⁵⁰`` — it set the smoothed start's first width for every
-    row until the residuals were capped at ``||x|| diam W`` (found by review)."""
+    """:func:`_oblique_steep_pair` with the extreme row ``x = 10⁻⁵⁰·(1, 1)``, ``y = 1``: its kink lies about
+    7·10⁴⁹ from ``W``'s centre, so in the generalized-linear form (unit ``â``) its residual is that large
+    everywhere on ``W`` — it set the smoothed start's first width for every row until the residuals were
+    capped at ``||â|| diam W`` (found by review)."""
     d0, d1 = _oblique_steep_pair()
     d0["x"][-1], d0["y"][-1] = [1e-50, 1e-50], 1.0
     return d0, d1
@@ -1345,27 +1346,21 @@ def _register() -> dict[str, Scenario]:
         "LAD n=40, one label 1e10 vs 1, the bundle method started by the smoothed Newton search",
         label_pair, solve_fit(lad1, algorithm="output-perturbation", erm=smooth, **defaults),
         full_runs=2000, quick_runs=150))
-    out.append(Scenario(
-        "lad-oblique-row-1e60/smoothed-start/partitioned-output-perturbation",
-        "LAD on a ball, n=60, one row x=(1e60, 3e59), y=-1e90 in one of 4 partitions vs an ordinary one, "
-        "the bundle method started by the smoothed Newton search",
-        _oblique_steep_pair, solve_fit(_lad_ball2_model, algorithm="output-perturbation", erm=smooth,
-                                       executor=PartitionedExecutor(4), epsilon=1.0, moment_k=4.0, G_k=3.0),
-        full_runs=100, coupled_runs=1, same_tail=False))
-    out.append(Scenario(
-        "lad-crossing-kink-1e60/smoothed-start/output-perturbation",
-        "LAD on a ball, n=60, one row x=1e60*(1, 0.3), y=1.9e60 (its kink crosses W) vs an ordinary one, "
-        "the bundle method started by the smoothed Newton search",
-        _crossing_kink_pair, solve_fit(_lad_ball2_model, algorithm="output-perturbation", erm=smooth,
-                                       epsilon=1.0, moment_k=4.0, G_k=3.0),
-        full_runs=2000, quick_runs=60, coupled_runs=1, same_tail=False))
-    out.append(Scenario(
-        "lad-far-kink-row/smoothed-start/output-perturbation",
-        "LAD on a ball, n=60, one row x=1e-50*(1, 1), y=1 (residual 1e50 everywhere on W) vs an ordinary "
-        "one, the bundle method started by the smoothed Newton search",
-        _far_kink_pair, solve_fit(_lad_ball2_model, algorithm="output-perturbation", erm=smooth,
-                                  epsilon=1.0, moment_k=4.0, G_k=3.0),
-        full_runs=2000, quick_runs=0, coupled_runs=1, same_tail=False))
+    for name, row, pair, executor, full, quick in (
+            ("lad-oblique-row-1e60/smoothed-start/partitioned-output-perturbation",
+             "x=(1e60, 3e59), y=-1e90 in one of 4 partitions", _oblique_steep_pair, PartitionedExecutor(4),
+             100, 0),
+            ("lad-crossing-kink-1e60/smoothed-start/output-perturbation",
+             "x=1e60*(1, 0.3), y=1.9e60 (its kink crosses W)", _crossing_kink_pair, None, 2000, 60),
+            ("lad-far-kink-row/smoothed-start/output-perturbation",
+             "x=1e-50*(1, 1), y=1 (residual 1e50 everywhere on W)", _far_kink_pair, None, 2000, 0)):
+        where = {} if executor is None else {"executor": executor}
+        out.append(Scenario(
+            name, f"LAD on a ball, n=60, one row {row} vs an ordinary one, the bundle method started by the "
+                  "smoothed Newton search",
+            pair, solve_fit(_lad_ball2_model, algorithm="output-perturbation", erm=smooth, epsilon=1.0,
+                            moment_k=4.0, G_k=3.0, **where),
+            full_runs=full, quick_runs=quick, coupled_runs=1, same_tail=False))
     out.append(Scenario(
         "hinge-row-1e12/smoothed-start/population",
         "hinge on a ball, n=40, one feature row 1e12*(1, -1) vs an ordinary one, the bundle method started "

@@ -261,6 +261,122 @@ def _eval_node(e: cp.Expression, vals: dict[int, np.ndarray],
     raise UnsupportedAtom(f"no batched rule for CVXPY atom {name!r}")
 
 
+class _Identity:
+    """The Jacobian of the model variable itself (materialized only where a rule needs the array)."""
+
+
+_IDENTITY = _Identity()
+
+
+def affine_jacobian(expr: cp.Expression, w: cp.Variable,
+                    values: Mapping[cp.Expression | int, np.ndarray]) -> np.ndarray:
+    """The coefficients of ``expr`` in ``w`` for every example: ``J`` of shape ``(B, *expr.shape, d)`` with
+    ``expr(y) = expr(0) + J · y``, for an expression affine in the vector variable ``w``.
+
+    Forward mode on the expression tree: each node's coefficients from its arguments' by the rule of
+    its atom (a sum adds them, a product with a ``w``-free factor scales them, a matrix product with
+    ``w`` itself reads the matrix), so each coefficient is rounded as the expression's own operations
+    round it — no difference quotient, whose cancellation loses the coefficient beside a large constant.
+    ``values`` holds the data leaves as for :func:`evaluate` (``w``'s entry, if any, is not read).  Every
+    operation is within a row (``np.einsum`` reduces each row on its own), so a row's coefficients
+    depend on its own data only.  Atoms without a rule here (reshapes, stacks, transposes, sums
+    along an axis, anything not affine) raise :class:`UnsupportedAtom`.
+    """
+    if len(w.shape) != 1:
+        raise UnsupportedAtom("coefficients are read for a vector variable only")
+    vals = {(k if isinstance(k, int) else k.id): np.asarray(v, dtype=float) for k, v in values.items()}
+    vals[w.id] = np.zeros((1,) + tuple(w.shape))
+    memo: dict[int, np.ndarray] = {}
+    out = _jac(expr, w, vals, memo, {})
+    d = int(w.size)
+    if out is None:
+        return np.zeros((1,) + tuple(expr.shape) + (d,))
+    return _dense(out, d)
+
+
+def _dense(J: np.ndarray | _Identity, d: int) -> np.ndarray:
+    return np.eye(d)[None] if isinstance(J, _Identity) else J
+
+
+def _jac(e: cp.Expression, w: cp.Variable, vals: dict, memo: dict,
+         jmemo: dict) -> np.ndarray | _Identity | None:
+    key = id(e)
+    if key not in jmemo:
+        jmemo[key] = _jac_node(e, w, vals, memo, jmemo)
+    return jmemo[key]
+
+
+def _jac_node(e: cp.Expression, w: cp.Variable, vals: dict, memo: dict,
+              jmemo: dict) -> np.ndarray | _Identity | None:
+    if isinstance(e, cp.Variable):
+        if e.id != w.id:
+            raise UnsupportedAtom("an expression in another variable")
+        return _IDENTITY
+    if isinstance(e, cp.Parameter | cp.Constant) or w.id not in {v.id for v in e.variables()}:
+        return None
+    name = type(e).__name__
+    d = int(w.size)
+    out_shape = tuple(e.shape)
+    nd = len(out_shape)
+    shapes = [tuple(a.shape) for a in e.args]
+    jacs = [_jac(a, w, vals, memo, jmemo) for a in e.args]
+
+    def expand(J: np.ndarray | _Identity, shape: tuple) -> np.ndarray:
+        J = _dense(J, d)
+        return J.reshape((J.shape[0],) + (1,) * (nd - len(shape)) + tuple(shape) + (d,))
+
+    def value(i: int) -> np.ndarray:
+        return _eval(e.args[i], vals, memo)
+
+    if name == "AddExpression":
+        terms = [expand(J, s) for J, s in zip(jacs, shapes, strict=True) if J is not None]
+        total = terms[0]
+        for t in terms[1:]:
+            total = total + t
+        return np.broadcast_to(total, (total.shape[0],) + out_shape + (d,))
+    if name == "NegExpression":
+        return -_dense(jacs[0], d)
+    if name in ("multiply", "MulExpression", "DivExpression"):
+        free = [i for i, J in enumerate(jacs) if J is None]
+        if len(free) != 1:
+            raise UnsupportedAtom(f"{name} of two factors in w is not affine")
+        c_i = free[0]
+        j_i = 1 - c_i
+        c, cs, J = value(c_i), shapes[c_i], jacs[j_i]
+        if name == "DivExpression":
+            if c_i != 1:
+                raise UnsupportedAtom("division by an expression in w")
+            out = expand(J, shapes[0]) / _expand(c, cs, nd)[..., None]
+            return np.broadcast_to(out, (out.shape[0],) + out_shape + (d,))
+        if name == "multiply" or len(cs) == 0 or len(shapes[j_i]) == 0:
+            out = _expand(c, cs, nd)[..., None] * expand(J, shapes[j_i])
+            return np.broadcast_to(out, (out.shape[0],) + out_shape + (d,))
+        js = shapes[j_i]
+        if len(js) != 1:
+            raise UnsupportedAtom("a matrix product with a matrix in w")
+        if isinstance(J, _Identity):  # c @ w reads c's rows; w @ c reads c's columns
+            out = c if c_i == 0 else np.swapaxes(c, -1, -2) if len(cs) == 2 else c
+        elif c_i == 0:
+            out = np.einsum("...q,...qd->...d" if len(cs) == 1 else "...pq,...qd->...pd", c, J)
+        else:
+            out = np.einsum("...qd,...q->...d" if len(cs) == 1 else "...qd,...qr->...rd", J, c)
+        return out.reshape((out.shape[0],) + out_shape + (d,))
+    if name == "Sum" and getattr(e, "axis", None) is None:
+        J = _dense(jacs[0], d)
+        axes = tuple(range(1, J.ndim - 1))
+        return np.sum(J, axis=axes) if axes else J
+    if name == "Promote":
+        J = _dense(jacs[0], d)
+        return np.broadcast_to(J.reshape((J.shape[0],) + (1,) * nd + (d,)), (J.shape[0],) + out_shape + (d,))
+    if name == "index":
+        key = e.key if isinstance(e.key, tuple) else (e.key,)
+        if any(k is Ellipsis or k is None for k in key):
+            raise UnsupportedAtom("an index with an ellipsis or a new axis")
+        sub = _dense(jacs[0], d)[(slice(None),) + tuple(key) + (slice(None),)]
+        return sub.reshape((sub.shape[0],) + out_shape + (d,))
+    raise UnsupportedAtom(f"no coefficient rule for CVXPY atom {name!r}")
+
+
 def evaluate_per_example(expr: cp.Expression, leaves: Mapping[cp.Expression, np.ndarray],
                          m: int) -> np.ndarray:
     """The exact, slow fallback: set each leaf's ``.value`` per example and read ``expr.value``.

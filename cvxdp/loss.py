@@ -30,6 +30,7 @@ from cvxdp.links import Link, PiecewiseLinearLink
 from cvxdp.structure import (
     GenericStructure,
     PiecewiseLinearStructure,
+    SharedArgument,
     SmoothGLMStructure,
     Structure,
     affine_coefficients,
@@ -331,13 +332,20 @@ class Examples:
         whether example ``i`` has that form:
 
         * smooth links (Huber, square, logistic): every example, by structure;
-        * piecewise-linear losses: example ``i`` qualifies when all its pieces'
-          slopes are parallel, ``a_ij = κ_ij â_i`` (hinge, absolute value,
-          pinball, affine), tested on that example's own pieces only
+        * piecewise-linear losses whose pieces are public multiples of one affine
+          argument, ``κ_j u + e_j`` (hinge, absolute value, pinball:
+          :class:`~cvxdp.structure.SharedArgument`): read off that argument's
+          coefficients (:func:`_glm_of_shared`); example ``i`` qualifies when its
+          numbers are finite (the pieces are parallel by the expression);
+        * other piecewise-linear losses: example ``i`` qualifies when all its pieces'
+          slopes are parallel, ``a_ij = κ_ij â_i`` (affine, max-affine with parallel
+          rows), tested on that example's own pieces only
           (``||a_ij − κ_ij â_i|| ≤ 1e-12 (1 + ||a_ij||)`` for every ``j``, with
-          ``â_i`` its steepest piece's direction); then ``φ_i(u) = max_j
-          (κ_ij u + b_ij)`` with ``u = <â_i, y>`` (``b_i = 0``: a piecewise-linear
-          example's level lives in its link's intercepts).
+          ``â_i`` its steepest piece's direction).
+
+        Either way ``φ_i(u) = max_j (κ_ij u + b_ij)`` with ``u = <â_i, y>`` and ``â_i`` the
+        steepest piece's unit direction (``b_i = 0``: a piecewise-linear example's level
+        lives in its link's intercepts).
 
         Privacy: every row of the result, ``is_glm`` included, is a function of its
         own example's recovered pieces and
@@ -354,6 +362,18 @@ class Examples:
         if isinstance(st, SmoothGLMStructure):
             A, b = affine_coefficients((st.argument,), self.loss.variable, self.arrays, self.m)
             out = GLMRepresentation(A[:, 0, :], b[:, 0], st.link, np.ones(self.m, dtype=bool))
+        elif isinstance(st, PiecewiseLinearStructure) and st.shared is not None:
+            A, b = affine_coefficients((st.shared.argument,), self.loss.variable, self.arrays, self.m)
+            glm = _glm_of_shared(A[:, 0, :], b[:, 0], st.shared)
+            others = None
+            if not bool(np.all(glm.is_glm)):
+                # the rows that fail (their argument's coefficients overflowed) keep their pieces, κ_j u + e_j
+                # as the expression states them, for the general path (which fails closed on them)
+                kappa, e = np.asarray(st.shared.slopes), np.asarray(st.shared.intercepts)
+                with np.errstate(invalid="ignore", over="ignore"):
+                    others = (kappa[None, :, None] * A[:, 0, None, :], kappa[None, :] * b[:, 0, None] + e)
+            self.set_glm(glm, others)
+            return glm
         elif isinstance(st, PiecewiseLinearStructure):
             self.set_pieces(*affine_coefficients(st.pieces, self.loss.variable, self.arrays, self.m),
                             canonical=True)
@@ -428,11 +448,23 @@ class GLMRepresentation:
 
 
 def _scaled_norms(V: np.ndarray) -> np.ndarray:
-    """``||v||`` over the last axis without overflow or underflow of the squares (scaled by ``max|v_j|``)."""
-    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        top = np.max(np.abs(V), axis=-1)
-        safe = np.where((top > 0) & np.isfinite(top), top, 1.0)
-        return np.where(top > 0, safe * np.linalg.norm(V / safe[..., None], axis=-1), 0.0)
+    """``||v||`` over the last axis without overflow or underflow of the squares.
+
+    The plain ``sqrt(Σ v_j²)`` where the sum of squares lies in ``(2⁻⁹⁶⁰, 2¹⁰⁰⁰)`` — no square overflowed
+    (the terms are nonnegative, so no partial sum did either) and any square that underflowed is below
+    ``10⁻¹⁸`` of the sum; elsewhere the norm scaled by ``s = max|v_j|``, ``s ||v/s||`` (a row with a NaN
+    gets 0 there, as before: callers test their entries' finiteness).  The choice is per row, from that
+    row's own values."""
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore", under="ignore"):
+        squares = np.einsum("...j,...j->...", V, V)
+        out = np.sqrt(squares)
+        risky = ~((squares > 2.0**-960) & (squares < 2.0**1000))
+        if np.any(risky):
+            sub = V[risky]
+            top = np.max(np.abs(sub), axis=-1)
+            safe = np.where((top > 0) & np.isfinite(top), top, 1.0)
+            out[risky] = np.where(top > 0, safe * np.linalg.norm(sub / safe[..., None], axis=-1), 0.0)
+    return out
 
 
 def _glm_of_pieces(A: np.ndarray, b: np.ndarray) -> GLMRepresentation:
@@ -451,6 +483,33 @@ def _glm_of_pieces(A: np.ndarray, b: np.ndarray) -> GLMRepresentation:
         rows = slice(start, min(start + FORM_BLOCK, m))
         ahat[rows], kappa[rows], parallel[rows] = _glm_block(A[rows])
     return GLMRepresentation(ahat, np.zeros(m), PiecewiseLinearLink(kappa, b), parallel)
+
+
+def _glm_of_shared(g: np.ndarray, c: np.ndarray, shared: SharedArgument) -> GLMRepresentation:
+    """:meth:`Examples.glm`'s form of pieces ``κ_j u + e_j`` of one affine argument ``u = <g_i, y> + c_i``
+    (:class:`~cvxdp.structure.SharedArgument`), row by row.
+
+    ``κ_j u + e_j = (s κ_j ||g_i||) <â_i, y> + (κ_j c_i + e_j)`` with ``â_i = s g_i/||g_i||``, where the sign
+    ``s`` makes ``â_i`` the steepest piece's direction (the convention of the pieces' test, decided by the
+    public ``κ``); a row with ``g_i = 0`` is constant and takes ``â_i = e_1``, ``κ_ij = 0``.  The pieces
+    are parallel by the expression, so a row is generalized linear exactly when its numbers are finite
+    (an overflowed coefficient or level fails and takes the general path, which fails closed).  Every
+    step is arithmetic within a row and on public constants: a row's form is a function of that row."""
+    kappa = np.asarray(shared.slopes, dtype=float)
+    e = np.asarray(shared.intercepts, dtype=float)
+    lead = int(np.argmax(np.abs(kappa)))
+    sign = -1.0 if kappa[lead] < 0 else 1.0
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        norms = _scaled_norms(g)
+        positive = norms > 0
+        # a division, not a product with 1/||g||: that reciprocal overflows for subnormal features
+        ahat = np.where(positive[:, None], (sign * g) / np.where(positive, norms, 1.0)[:, None], 0.0)
+        ahat[norms == 0, 0] = 1.0
+        slopes = (sign * kappa)[None, :] * norms[:, None]
+        intercepts = kappa[None, :] * c[:, None] + e[None, :]
+        finite = (np.isfinite(norms) & np.isfinite(c) & np.all(np.isfinite(g), axis=1)
+                  & np.all(np.isfinite(intercepts), axis=1))
+    return GLMRepresentation(ahat, np.zeros(c.size), PiecewiseLinearLink(slopes, intercepts), finite)
 
 
 def _glm_block(A: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import cvxpy as cp
 import numpy as np
 
-from cvxdp.evaluation import UnsupportedAtom, evaluate, evaluate_per_example
+from cvxdp.evaluation import UnsupportedAtom, affine_jacobian, evaluate, evaluate_per_example
 from cvxdp.links import HuberLink, LogisticLink, SquareLink
 
 #: A sum of piecewise-linear terms multiplies piece counts; beyond this many
@@ -37,11 +37,29 @@ MAX_PIECES = 64
 
 
 @dataclass(frozen=True)
+class SharedArgument:
+    """Pieces that are public multiples of one scalar affine argument: ``piece_j = κ_j · u + e_j``.
+
+    Hinge ``max(u, 0)``, absolute value ``max(u, −u)`` and pinball ``max(τ r, (τ − 1) r)`` have this
+    shape: the loss is ``φ(u)`` with the public link ``φ(t) = max_j (κ_j t + e_j)``, so an example's
+    generalized-linear form needs the coefficients of ``u`` alone — one affine recovery instead of one
+    per piece, and no test that the pieces are parallel (they are, by the expression).  ``κ`` and ``e``
+    are read off the expression's constants (no data placeholder enters them).
+    """
+
+    argument: cp.Expression
+    slopes: tuple[float, ...]
+    intercepts: tuple[float, ...]
+
+
+@dataclass(frozen=True)
 class PiecewiseLinearStructure:
-    """``f(y) = max_j piece_j(y)`` with each piece a scalar expression affine in ``y``."""
+    """``f(y) = max_j piece_j(y)`` with each piece a scalar expression affine in ``y`` (and, where the
+    pieces are public multiples of one affine argument, that argument: :class:`SharedArgument`)."""
 
     pieces: tuple[cp.Expression, ...]
     kind: str = "piecewise-linear"
+    shared: SharedArgument | None = None
 
 
 @dataclass(frozen=True)
@@ -138,6 +156,44 @@ def _pieces(e: cp.Expression, w: cp.Variable) -> list[cp.Expression] | None:
     return None
 
 
+def _public_multiple(e: cp.Expression) -> tuple[float, cp.Expression]:
+    """``(c, core)`` with ``e = c · core``: the public scalar factors (constants, negations, divisions by
+    constants) stripped from ``e`` and multiplied together."""
+    factor = 1.0
+    sc = _scaled(e)
+    while sc is not None:
+        c, e = sc
+        factor *= c
+        sc = _scaled(e)
+    return factor, e
+
+
+def _shared_argument(pieces: list[cp.Expression], w: cp.Variable) -> SharedArgument | None:
+    """The argument ``u`` with ``piece_j = κ_j u + e_j`` for public constants, or ``None``.
+
+    A piece is either a public constant (no variable, no data placeholder: ``κ_j = 0``) or a public
+    multiple of one and the same expression object ``u`` (which must contain ``w``)."""
+    core, slopes, intercepts = None, [], []
+    for p in pieces:
+        if not p.variables() and not p.parameters():
+            value = _scalar_const(p)
+            if value is None or not np.isfinite(value):
+                return None
+            slopes.append(0.0)
+            intercepts.append(value)
+            continue
+        factor, inner = _public_multiple(p)
+        if core is None:
+            core = inner
+        if inner is not core or not np.isfinite(factor) or w.id not in {v.id for v in inner.variables()}:
+            return None
+        slopes.append(factor)
+        intercepts.append(0.0)
+    if core is None or not core.is_affine() or core.size != 1:
+        return None
+    return SharedArgument(core, tuple(slopes), tuple(intercepts))
+
+
 def _smooth(e: cp.Expression) -> SmoothGLMStructure | None:
     scale = 1.0
     sc = _scaled(e)
@@ -169,7 +225,7 @@ def recognize_structure(expr: cp.Expression, w: cp.Variable) -> Structure:
     """The most specific structure cvxdp can certify for the loss ``expr`` in ``w``."""
     pieces = _pieces(expr, w)
     if pieces is not None and len(pieces) <= MAX_PIECES:
-        return PiecewiseLinearStructure(tuple(pieces))
+        return PiecewiseLinearStructure(tuple(pieces), shared=_shared_argument(pieces, w))
     smooth = _smooth(expr)
     if smooth is not None:
         return smooth
@@ -180,6 +236,11 @@ def affine_coefficients(exprs: tuple[cp.Expression, ...], w: cp.Variable,
                         data: Mapping[cp.Parameter, np.ndarray], m: int
                         ) -> tuple[np.ndarray, np.ndarray]:
     """Numeric ``(A, b)`` with ``expr_j(y, z_i) = A[i, j] · y + b[i, j]`` for scalar affine ``expr_j``.
+
+    ``b`` is each expression evaluated at ``y = 0``.  ``A`` is read off the expression
+    tree in forward mode (:func:`~cvxdp.evaluation.affine_jacobian`: each coefficient
+    rounded as the expression's own products and sums round it) where every atom has a
+    rule — the canned losses' do; otherwise by difference quotients, as follows.
 
     Evaluates each expression at ``y = 0`` and ``y = t e_k`` for every example at
     once; ``A[i, j, k] = (expr_j(t e_k) − expr_j(0))/t``.  With ``t = 1`` the
@@ -239,6 +300,15 @@ def affine_coefficients(exprs: tuple[cp.Expression, ...], w: cp.Variable,
             # (the rows are C-ordered by Loss.bind, so a subset's evaluation rounds as the batch's does)
             with np.errstate(invalid="ignore"):
                 A[:, j, :] = (bj - bj)[:, None]
+            continue
+        try:
+            # the coefficients read off the expression's own operations (forward mode): no difference
+            # quotients, so none of the refinement below is needed
+            J = affine_jacobian(ex, w, leaves)
+        except UnsupportedAtom:
+            J = None
+        if J is not None:
+            A[:, j, :] = np.broadcast_to(J.reshape(J.shape[0], d), (m, d))
             continue
         abs_b = np.abs(bj)
         bound = np.empty((d, m))  # rounding bound of each coefficient, by coefficient

@@ -352,3 +352,100 @@ def test_the_per_example_fallback_leaves_no_data_on_the_placeholders():
     ex = loss.bind({"x": np.array([[0.1], [0.2], [0.123]]), "y": np.array([1.0, 2.0, 98765.0])})
     loss.values(np.array([0.5]), ex)
     assert x.value is None and y.value is None and w.value is None
+
+
+@pytest.mark.parametrize("make", [cvxdp.losses.hinge, cvxdp.losses.absolute,
+                                  lambda w: cvxdp.losses.pinball(w, 0.3),
+                                  lambda w: cvxdp.losses.pinball(w, 0.9)])
+def test_a_shared_argument_gives_the_form_of_the_pieces(make):
+    """Hinge, absolute value and pinball are a public link of one affine argument: the form read off the
+    argument's coefficients is the form the pieces' parallel test gives (the same direction — the steepest
+    piece's —, slopes and levels to rounding), on rows at every scale: subnormal, huge, zero, a label of
+    10¹⁷."""
+    from cvxdp.loss import _glm_of_pieces
+    from cvxdp.structure import affine_coefficients
+
+    rng = np.random.default_rng(21)
+    w = cp.Variable(4)
+    loss = make(w)
+    shared = loss.structure.shared
+    assert shared is not None and len(shared.slopes) == 2
+    X = rng.standard_t(3.0, size=(60, 4))
+    y = np.where(rng.random(60) < 0.5, 1.0, -1.0) * (1.0 if make is cvxdp.losses.hinge else 3.0)
+    X[0] *= 1e-310
+    X[1] *= 1e90
+    X[2] = 0.0
+    if make is not cvxdp.losses.hinge:
+        y[3] = 1e17
+    ex = loss.bind({"x": X, "y": y})
+    form = ex.glm()
+    reference = _glm_of_pieces(*affine_coefficients(loss.structure.pieces, w, ex.arrays, ex.m))
+    assert np.all(form.is_glm) and np.all(reference.is_glm)
+    # the subnormal row's differences carry fewer bits than its features: 1e-12 between the two
+    np.testing.assert_allclose(form.a, reference.a, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(form.link.slopes, reference.link.slopes, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(form.link.intercepts, reference.link.intercepts, rtol=1e-15, atol=0)
+    P = rng.normal(size=(ex.m, 4))
+    np.testing.assert_allclose(form.link.value(np.einsum("md,md->m", form.a, P)),
+                               loss.values(P, ex), rtol=1e-13, atol=1e-300)
+
+
+def test_a_shared_argument_row_that_overflows_takes_the_general_path_alone():
+    """``|s r t (y − <x, w>)|`` with ``s r t x = 10⁴⁰⁰``: that row's coefficients overflow, so it is not
+    generalized linear and keeps (non-finite) pieces for the general path, which fails closed on it; every
+    other row's form has the bits it has without that row."""
+    w = cp.Variable(2)
+    x, y = cp.Parameter(2, name="x"), cp.Parameter(name="y")
+    s, r, t = cp.Parameter(name="s"), cp.Parameter(name="r"), cp.Parameter(name="t")
+    loss = cvxdp.Loss(cp.abs(s * r * t * (y - x @ w)), w, data=[x, y, s, r, t])
+    assert loss.structure.shared is not None
+    data = {"x": np.array([[1.0, 2.0], [1e100, -1.0], [0.5, 0.25]]), "y": np.array([1.0, 2.0, -3.0]),
+            "s": np.array([1.0, 1e100, 2.0]), "r": np.array([1.0, 1e100, 1.0]),
+            "t": np.array([1.0, 1e100, 1.0])}
+    ex = loss.bind(data)
+    form = ex.glm()
+    assert np.array_equal(form.is_glm, [True, False, True])
+    A, _ = ex.pieces()
+    assert not np.all(np.isfinite(A[1]))
+    alone = loss.bind({k: v[[0, 2]] for k, v in data.items()}).glm()
+    for u, v in [(form.a[[0, 2]], alone.a), (form.link.slopes[[0, 2]], alone.link.slopes),
+                 (form.link.intercepts[[0, 2]], alone.link.intercepts)]:
+        assert u.tobytes() == v.tobytes()
+
+
+def test_pieces_that_share_no_argument_keep_the_parallel_test():
+    """A maximum of two different affine expressions, or of an argument and a data-dependent constant,
+    has no public link: the pieces' own test decides (``shared`` is ``None``)."""
+    w = cp.Variable(2)
+    x, y = cp.Parameter(2, name="x"), cp.Parameter(name="y")
+    assert cvxdp.Loss(cp.maximum(y - x @ w, x @ w), w, data=[x, y]).structure.shared is None
+    assert cvxdp.Loss(cp.maximum(y - x @ w, y), w, data=[x, y]).structure.shared is None
+    both = cvxdp.Loss(cp.maximum(2.0 * (y - x @ w), -(y - x @ w), 1.5), w, data=[x, y]).structure.shared
+    assert both is None  # two distinct expression objects y − x@w: identity, not equality, is read
+    u = y - x @ w
+    three = cvxdp.Loss(cp.maximum(2.0 * u, -u, 1.5), w, data=[x, y]).structure.shared
+    assert three is not None and three.slopes == (2.0, -1.0, 0.0) and three.intercepts == (0.0, 0.0, 1.5)
+
+
+def test_scaled_norms_neither_overflow_nor_underflow():
+    """The plain root of the sum of squares where it is safe, the norm scaled by the row's largest entry
+    where a square could overflow or underflow; each row from its own values."""
+    from cvxdp.loss import _scaled_norms
+
+    rng = np.random.default_rng(4)
+    V = rng.standard_t(3.0, size=(8, 6))
+    V[1] *= 1e200
+    V[2] *= 1e-200
+    V[3] = 0.0
+    V[4, 2] = np.nan
+    V[5, 0] = np.inf
+    V[6] = 5e-324  # subnormal entries only
+    got = _scaled_norms(V)
+    for i in (0, 1, 2, 7):
+        scale = np.abs(V[i]).max()
+        assert got[i] == pytest.approx(scale * np.linalg.norm(V[i] / scale), rel=8 * np.finfo(float).eps)
+    # a NaN row maps to 0, as it always did: every caller tests the entries' finiteness itself
+    assert got[3] == 0.0 and got[4] == 0.0 and got[5] == np.inf
+    assert got[6] == pytest.approx(5e-324 * np.sqrt(6.0), rel=0.5)  # 2.47e-323 is where the subnormals fall
+    alone = _scaled_norms(V[[0, 7]])
+    assert alone.tobytes() == got[[0, 7]].tobytes()

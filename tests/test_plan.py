@@ -203,3 +203,25 @@ def test_paper_profile_plans_every_admissible_moment(k):
         assert math.isclose(rp.C, (3.0 * A / (2 * B)) ** 0.4, rel_tol=1e-12)
     # the bias radius balances the noise radius's (k − 1)/2 share at C* (the first-order condition)
     assert math.isclose(rp.bias_radius * (k - 1.0) / 2.0, rp.noise_radius, rel_tol=1e-9)
+
+
+def test_the_grid_search_keeps_the_bias_bound_of_the_c_it_chose():
+    """``plan_arrays`` reads the bias bound of the chosen ``C`` off its grid search (computed once per
+    distinct ``(m, β)``) instead of evaluating it again: the same floats as a plan told that ``C``, for the
+    worst-case tail and for one combined with an estimate."""
+    from cvxdp.plan.tail_models import CombinedTail
+    from cvxdp.privacy.tail import TailProfile
+
+    rng = np.random.default_rng(17)
+    N = 300
+    R, lam = 10 ** rng.uniform(-2, 1, N), 10 ** rng.uniform(-3, 2, N)
+    m = rng.choice([1000.0, 4000.0, 50000.0], N)
+    eps, beta = rng.choice([0.1, 1.0], N), rng.choice([1e-3, 2.5e-4], N)
+    estimate = TailProfile(edges=np.geomspace(0.1, 100, 30), mass=rng.dirichlet(np.full(31, 0.3)),
+                           epsilon=0.1, threshold=1.0, n=1000)
+    for profile in (TightProfile(), TightProfile(tail=CombinedTail(estimate, 4.0, 3.0))):
+        searched = profile.plan_arrays(R=R, lam=lam, m=m, d=10, eps=eps, beta=beta, k=4.0, G_k=3.0)
+        told = profile.plan_arrays(R=R, lam=lam, m=m, d=10, eps=eps, beta=beta, k=4.0, G_k=3.0,
+                                   C=searched["C"])
+        for key, value in searched.items():
+            assert value.tobytes() == told[key].tobytes(), key

@@ -219,6 +219,7 @@ class TightProfile(Profile):
         kappa = self.kappa
         quant = gammaincinv(d, 1.0 - beta)
         tail = self.tail if self.tail is not None else moment_tail(float(k), float(G_k))
+        T_C = None  # the bias bound at the chosen C, where the grid search has it already
         if C is None and self.clip is not None:
             C = np.full(R.shape, self.clip)
         if C is None:
@@ -226,13 +227,21 @@ class TightProfile(Profile):
             lm = (lam * m)[:, None]
             acc = kappa * grid / lm
             s = (1.0 + kappa) * 2.0 * grid / (lm * eps[:, None])
-            bias = np.sqrt(R[:, None] * tail.bias_bound(grid, m[:, None], beta[:, None]) / lam[:, None])
+            # the bias bound reads (C, m, β) only, and a schedule search's rounds repeat few (m, β) pairs:
+            # computed once per distinct pair and gathered (the same floats, elementwise)
+            pairs, inverse = np.unique(m + 1j * beta, return_inverse=True)
+            T = tail.bias_bound(grid, pairs.real[:, None], pairs.imag[:, None])[np.ravel(inverse)]
+            bias = np.sqrt(R[:, None] * T / lam[:, None])
             vals = acc + bias + s * (quant[:, None] + math.sqrt(d))
-            C = grid[np.argmin(vals, axis=1)]
+            best = np.argmin(vals, axis=1)
+            C = grid[best]
+            T_C = T[np.arange(best.size), best]
         alpha = np.maximum(kappa * kappa * C * C / (2.0 * lam * m * m), certifiable_accuracy(C, lam, R))
         sens = output_sensitivity(C, lam, m, alpha)
         acc = np.sqrt(2.0 * alpha / lam)
-        bias = np.sqrt(R * tail.bias_bound(C, m, beta) / lam)
+        if T_C is None:
+            T_C = tail.bias_bound(C, m, beta)
+        bias = np.sqrt(R * T_C / lam)
         scale = laplace_scale(sens, eps)
         noise = scale * quant
         snap = snap_radius(d, scale)

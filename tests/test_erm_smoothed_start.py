@@ -224,3 +224,37 @@ def test_a_partition_whose_sums_fail_answers_none_on_its_worker(rng, monkeypatch
     assert partitioned._smoothed(problem, problem.w0, 1.0) is None
     assert parted.smoothed_sums(problem.w0, 1.0) is None
     assert smoothed_newton_start(parted, problem.w0) is None
+
+
+class _Quadratic:
+    """A stand-in problem whose smoothed sums are an exact quadratic ``½||w − c||²`` per row: Newton's
+    first step lands on each stage's minimizer."""
+
+    def __init__(self, m: int = 50, d: int = 3) -> None:
+        from cvxdp.geometry import Ball
+
+        self.m, self.lam, self.w0 = m, 1.0, np.zeros(d)
+        self.feasible_set = Ball(np.zeros(d), 10.0)
+        self.c = np.linspace(0.1, 0.3, d)
+        self.calls = 0
+
+    def smoothed_sums(self, w, mu):
+        self.calls += 1
+        r = np.asarray(w) - self.c
+        if math.isinf(mu):
+            zero = np.zeros((r.size, r.size))
+            return smoothed_module.SmoothedSums(0.0, np.zeros(r.size), zero, self.m * 1.0)
+        return smoothed_module.SmoothedSums(0.5 * self.m * float(r @ r), self.m * r, self.m * np.eye(r.size),
+                                            0.0)
+
+
+def test_a_converged_stage_spends_no_trial_pass():
+    """Once Newton's decrement is at the objective's rounding, no trial can show a decrease: the stage
+    ends without one.  Here the first stage's first step lands on the minimizer of every stage (the sums do
+    not depend on the width): that stage costs its sums and one trial, every later stage its sums only —
+    without the rule each stage would try one more, empty step (12 passes instead of 7)."""
+    problem = _Quadratic()
+    start = smoothed_newton_start(problem, problem.w0)
+    assert start is not None
+    np.testing.assert_allclose(start.w, problem.c / 2.0, rtol=1e-12)  # argmin ½||w − c||² + ½||w||²
+    assert start.passes == problem.calls == 1 + 2 + (smoothed_module.STAGES - 1)

@@ -68,6 +68,7 @@ NEWTON_STEPS = 3
 BACKTRACKS = 10
 #: Sufficient decrease of the backtracking (Armijo) test.
 ARMIJO = 1e-4
+_EPS = float(np.finfo(float).eps)
 
 
 @dataclass(frozen=True)
@@ -197,6 +198,10 @@ def smoothed_newton_start(problem: object, start: np.ndarray) -> SmoothedStart |
                 step = -np.linalg.solve(H, g)
             except np.linalg.LinAlgError:
                 return found()
+            # gᵀH⁻¹g is twice the decrease Newton's model predicts: at the objective's rounding, no trial
+            # can show a decrease, and its pass would be wasted (NaN ends the stage as well)
+            if not float(-(g @ step)) > 8.0 * _EPS * (1.0 + abs(value)):
+                break
             # later steps at most twice as long as the stage's last one save the halvings of a step that
             # the model's few curved rows made too long
             length = float(np.linalg.norm(step))

@@ -472,3 +472,19 @@ def test_one_steep_logistic_record_on_a_far_box_releases(scale, label, third):
     res = PrivateProblem(model).solve({"x": X, "y": y}, epsilon=1.0, moment_k=4.0, G_k=1000.0,
                                       algorithm="output-perturbation", random_state=0)
     assert model.domain.contains(res.w, tol=1e-9)
+
+
+def test_the_argument_range_shares_its_two_support_bounds_bit_for_bit():
+    """``argument_range`` bounds ``σ_U(a)`` and ``σ_U(−a)`` in one go (:func:`_support_bound_both`): the same
+    bits as two separate bounds, on a ball (shared terms) and a box (two calls)."""
+    from cvxdp.extension.affine_reduction import _support_bound, _support_bound_both
+
+    rng = np.random.default_rng(12)
+    for region in (Ball(rng.normal(size=6), 2.5), Box(-np.ones(6), 2.0 * np.ones(6))):
+        V = rng.standard_t(2, size=(400, 6)) * 10.0 ** rng.integers(-80, 80, size=(400, 1))
+        V[::9] = 0.0
+        scale = np.linalg.norm(V, axis=1)
+        up, down = _support_bound_both(region, V, scale)
+        for got, want in ((up, _support_bound(region, V, scale)), (down, _support_bound(region, -V, scale))):
+            assert np.array_equal(got, want)
+            assert got[got != 0].tobytes() == want[got != 0].tobytes()

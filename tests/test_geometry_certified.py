@@ -254,3 +254,34 @@ def test_far_points_keep_a_tight_bound_when_the_projection_program_fails(scale):
     exact = _exact_sq_dist(x, p[0])
     assert Q(lb) ** 2 <= exact
     assert lb >= (1 - 1e-9) * math.sqrt(float(exact))
+
+
+@pytest.mark.parametrize("shape", ["ball", "box"])
+def test_the_support_bounds_of_both_signs_are_the_two_calls_bit_for_bit(shape):
+    """``σ(±v)`` on a ball share ``<c, v>`` and ``||v||`` (negation is exact, rounding symmetric): the pair
+    must be the two separate bounds to the last bit, rows of every scale and zero rows included; other
+    regions make the two calls."""
+    from cvxdp.geometry import Ball, Box
+    from cvxdp.geometry.certified import (
+        per_row_support_upper,
+        per_row_support_upper_both,
+        row_support_bound,
+        row_support_bound_both,
+    )
+
+    rng = np.random.default_rng(8)
+    for _ in range(50):
+        d, m = int(rng.integers(1, 25)), int(rng.integers(1, 300))
+        V = rng.standard_t(2, size=(m, d)) * 10.0 ** rng.integers(-100, 100, size=(m, 1))
+        V[::7] = 0.0
+        c = rng.normal(size=d) * 10.0 ** rng.integers(-3, 3)
+        region = Ball(c, float(10.0 ** rng.uniform(-3, 3))) if shape == "ball" else Box(c - 1.0, c + 2.0)
+        (top, top_err), (bottom, bottom_err) = row_support_bound_both(region, V)
+        up, down = per_row_support_upper_both(region, V)
+        got = [top, top_err, bottom, bottom_err, up, down]
+        want = [*row_support_bound(region, V), *row_support_bound(region, -V),
+                per_row_support_upper(region, V), per_row_support_upper(region, -V)]
+        for g, w in zip(got, want, strict=True):
+            assert np.array_equal(g, w)
+            nonzero = g != 0  # the sign of a zero may differ: nothing reads it
+            assert g[nonzero].tobytes() == w[nonzero].tobytes()

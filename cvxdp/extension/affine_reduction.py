@@ -71,7 +71,7 @@ from functools import cached_property
 import numpy as np
 
 from cvxdp.geometry import Ball, Domain, Lens
-from cvxdp.geometry.certified import per_row_support_upper, support_rounding
+from cvxdp.geometry.certified import per_row_support_upper, per_row_support_upper_both, support_rounding
 from cvxdp.links import HuberLink, Link, LogisticLink, PiecewiseLinearLink, ShiftedSquareLink, SquareLink
 from cvxdp.loss import Examples, GLMRepresentation
 from cvxdp.numerics import EPS
@@ -159,6 +159,24 @@ def _support_bound(region: Domain, V: np.ndarray, scale: np.ndarray) -> np.ndarr
     return np.where(np.isfinite(sig), sig, np.inf)
 
 
+def _support_bound_both(region: Domain, V: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(_support_bound(region, V, scale), _support_bound(region, −V, scale))``, the same bits: the terms
+    the two share (a ball's inner product and norm, the rounding charge, the widening) computed once
+    (:func:`~cvxdp.geometry.certified.per_row_support_upper_both`)."""
+    d = V.shape[-1]
+    widen = 4.0 * (np.sqrt(d) + 1.0) * region.feasibility_tolerance()
+    with np.errstate(invalid="ignore", over="ignore"):
+        try:  # as _support_bound: each row from itself; a failure fails closed
+            up, down = per_row_support_upper_both(region, V)
+            charge = support_rounding(region, d, scale)
+            wide = widen * np.linalg.norm(V, axis=-1)
+            sig_up, sig_down = (up + charge) + wide, (down + charge) + wide
+        except Exception:
+            inf = np.full(V.shape[:-1], np.inf)
+            return inf, inf.copy()
+    return np.where(np.isfinite(sig_up), sig_up, np.inf), np.where(np.isfinite(sig_down), sig_down, np.inf)
+
+
 def _dominant(level: np.ndarray, slope_norm: np.ndarray, C: float, region: Domain,
               factor: float = LEVEL_FACTOR) -> np.ndarray:
     variation = 1.0 + C * region.diameter + slope_norm * region.norm_bound()
@@ -170,8 +188,8 @@ def argument_range(region: Domain, a: np.ndarray, b: np.ndarray) -> tuple[np.nda
     """Bounds ``lo ≤ <a_i, y> + b_i ≤ hi`` for all ``y ∈ U``, rounding included."""
     a_norm = np.linalg.norm(a, axis=1)
     with np.errstate(invalid="ignore", over="ignore"):
-        top = _support_bound(region, a, a_norm)
-        bottom = -_support_bound(region, -a, a_norm)
+        top, bottom = _support_bound_both(region, a, a_norm)
+        bottom = -bottom
         lo = bottom + b - 2.0 * EPS * (np.abs(bottom) + np.abs(b))
         hi = top + b + 2.0 * EPS * (np.abs(top) + np.abs(b))
     return np.where(np.isfinite(lo), lo, -np.inf), np.where(np.isfinite(hi), hi, np.inf)

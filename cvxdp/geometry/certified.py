@@ -96,6 +96,35 @@ def row_support_bound(domain: Domain, v: np.ndarray) -> tuple[np.ndarray, np.nda
         return s, (d + 64.0) * EPS * reach * 2.0 * vn
 
 
+def per_row_support_upper_both(region: Domain, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(per_row_support_upper(region, v), per_row_support_upper(region, −v))``, the same bits.
+
+    On a ball the two closed forms ``±<c, v> + r||v||`` share their terms: float negation is exact and
+    rounding is symmetric, so ``fl(<c, −v>) = −fl(<c, v>)`` and ``fl(||−v||) = fl(||v||)`` — one inner
+    product and one norm instead of two of each and a negated copy of ``v`` (the range of ``<a_i, y>``
+    over ``U`` is needed for every row of every phase).  Other regions: the two calls.
+    """
+    if type(region) is Ball:
+        with np.errstate(invalid="ignore", over="ignore"):
+            inner = np.einsum("...d,d->...", v, np.asarray(region.center, float))
+            spread = region.radius * np.linalg.norm(v, axis=-1)
+            return inner + spread, -inner + spread
+    return per_row_support_upper(region, v), per_row_support_upper(region, -v)
+
+
+def row_support_bound_both(domain: Domain, v: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray],
+                                                                    tuple[np.ndarray, np.ndarray]]:
+    """``(row_support_bound(domain, v), row_support_bound(domain, −v))``, the same bits, sharing a
+    ball's terms (:func:`per_row_support_upper_both`)."""
+    if type(domain) is Ball:
+        vn = np.linalg.norm(v, axis=-1)
+        with np.errstate(invalid="ignore", over="ignore"):
+            top, bottom = per_row_support_upper_both(domain, v)
+            error = support_rounding(domain, v.shape[-1], 2.0 * vn)
+        return (top, error), (bottom, error)
+    return row_support_bound(domain, v), row_support_bound(domain, -v)
+
+
 def _largest_lower(*bounds: float) -> float:
     """The largest of several valid lower bounds on a distance, NaN-safe: ``0`` if none is usable.
 
@@ -365,7 +394,9 @@ __all__ = [
     "dual_rows",
     "has_exact_support",
     "per_row_support_upper",
+    "per_row_support_upper_both",
     "row_support_bound",
+    "row_support_bound_both",
     "separating_cut",
     "support_rounding",
     "support_upper",

@@ -53,7 +53,7 @@ from scipy.special import logsumexp
 from cvxdp._validation import positive_finite, privacy_epsilon, probability
 from cvxdp.error import UncertifiableLossError, UtilityWarning
 from cvxdp.geometry import Domain
-from cvxdp.geometry.certified import row_support_bound
+from cvxdp.geometry.certified import row_support_bound, row_support_bound_both
 from cvxdp.loss import Examples
 from cvxdp.model import Model
 from cvxdp.numerics import rounding_margin
@@ -97,8 +97,7 @@ def lipschitz_constants(model: Model, examples: Examples) -> np.ndarray:
     if glm is not None:
         a, b, link = glm
         a_norm = np.linalg.norm(a, axis=1)
-        s_hi, e_hi = row_support_bound(W, a)
-        s_lo, e_lo = row_support_bound(W, -a)
+        (s_hi, e_hi), (s_lo, e_lo) = row_support_bound_both(W, a)
         with np.errstate(invalid="ignore", over="ignore"):
             hi = b + s_hi
             lo = b - s_lo

@@ -467,3 +467,22 @@ def test_a_kink_plane_grazing_the_ball_is_bracketed(x, y):
     for q in queries:
         ev = ext.evaluate(q, ex, tolerance=1e-9, offsets=off)
         assert ev.certified[0] and ev.upper[0] - ev.lower[0] <= 1e-9
+
+
+@pytest.mark.parametrize("localized", [False, True])
+@pytest.mark.parametrize("C", [0.5, 2.0, 50.0])
+def test_a_shared_query_point_gives_the_brackets_of_the_repeated_point(localized, C):
+    """``evaluate_on_balls`` at one point shared by every row (the level offsets' public point): the
+    brackets, minorants, inner points and weights of that point repeated per row, bit for bit — extreme
+    rows (labels of 10¹⁰, features at the data guard) and clipped and searched rows included."""
+    model = _lad()
+    X, Y = _extreme_data()
+    ex = model.bind({"x": X, "y": Y})
+    a, b, link = ex.glm()
+    region = localize(model.domain, np.array([0.5, 0.2, 0.1]), 0.7) if localized else model.domain
+    for point in (np.array([0.3, -0.2, 0.4]), np.array([0.9, 0.3, 0.1]), np.zeros(3)):
+        point = region.make_feasible(point)
+        shared = evaluate_on_balls(point, a, b, link, C, region)
+        repeated = evaluate_on_balls(np.broadcast_to(point, (ex.m, 3)).copy(), a, b, link, C, region)
+        for field in ("upper", "lower", "g", "beta", "y", "pi"):
+            assert getattr(shared, field).tobytes() == getattr(repeated, field).tobytes(), field

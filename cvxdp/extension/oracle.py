@@ -307,11 +307,12 @@ class LipschitzExtension:
         for start in range(0, m, OFFSET_BLOCK):
             stop = min(start + OFFSET_BLOCK, m)
             ab, bb, lk = a[start:stop], b[start:stop], link.subset(np.arange(start, stop))  # views, links
-            W = np.broadcast_to(c, (stop - start, self.model.dim)).copy()
-            r = evaluate_on_balls(W, ab, bb, lk, self.C, self.region, self.settings.iterations)
+            # the point shared by every row: one membership test, not one per row
+            r = evaluate_on_balls(c, ab, bb, lk, self.C, self.region, self.settings.iterations)
             # generalized-linear examples only (the conic path of the others applies no offset)
             rows = np.nonzero(glm.is_glm[start:stop] & ~(r.upper - r.lower <= tol))[0]
             if rows.size:
+                W = np.broadcast_to(c, (stop - start, self.model.dim)).copy()
                 out[start + rows] = exact_levels(W, ab, bb, lk, self.C, self.region, rows, tol,
                                                  self.settings.iterations, r)
         return out

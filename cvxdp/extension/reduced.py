@@ -289,7 +289,9 @@ def evaluate_on_balls(w: np.ndarray, a: np.ndarray, b: np.ndarray, link: Link, C
                       region: Ball | Lens, iters: int = 80) -> BracketResult:
     """Certified ``[lower, upper]`` for ``f_{C,U}(w_i, z_i)`` with ``f = φ_i(<a_i, y> + b_i)``.
 
-    ``w`` is ``(m, d)``.  Returns the bracket, the minorant slopes ``g`` and
+    ``w`` is ``(m, d)``, or ``(d,)``: one point shared by every row (a level offset's public point),
+    the same bracket for each row as the point repeated, without ``m`` copies of the point's
+    membership test.  Returns the bracket, the minorant slopes ``g`` and
     intercepts ``β`` (valid on all of ``R^d``), the feasible inner points ``y``
     and the conjugate weights ``π``.
 
@@ -299,22 +301,28 @@ def evaluate_on_balls(w: np.ndarray, a: np.ndarray, b: np.ndarray, link: Link, C
     each row's own (its numbers, ``w``, ``C``, ``U``), and both parts are computed row by row.
     """
     m, d = a.shape
+    w = np.asarray(w, dtype=float)
+    shared = w.ndim == 1
+
+    def points(index: np.ndarray) -> np.ndarray:
+        return np.broadcast_to(w, (index.size, d)).copy() if shared else w[index]
+
     solved = closed_form_rows(w, a, b, link, C, region, np.linalg.norm(a, axis=1))
     rows = solved.rows
     if not rows.size:
-        return _search_on_balls(w, a, b, link, C, region, iters)
+        return _search_on_balls(points(np.arange(m)), a, b, link, C, region, iters)
     out = BracketResult(upper=np.empty(m), lower=np.empty(m), g=np.empty((m, d)), beta=np.empty(m),
                         y=np.empty((m, d)), pi=np.empty(m))
     out.upper[rows], out.lower[rows], out.beta[rows], out.pi[rows] = (solved.upper, solved.lower,
                                                                       solved.beta, solved.pi)
     out.g[rows] = solved.pi[:, None] * a[rows]
-    out.y[rows] = w[rows]
+    out.y[rows] = w if shared else w[rows]
     out.y[rows[solved.clipped]] = solved.foot
     rest = np.ones(m, dtype=bool)
     rest[rows] = False
     rest = np.nonzero(rest)[0]
     if rest.size:
-        r = _search_on_balls(w[rest], a[rest], b[rest], link.subset(rest), C, region, iters)
+        r = _search_on_balls(points(rest), a[rest], b[rest], link.subset(rest), C, region, iters)
         out.upper[rest], out.lower[rest], out.beta[rest] = r.upper, r.lower, r.beta
         out.g[rest], out.y[rest], out.pi[rest] = r.g, r.y, r.pi
     return out

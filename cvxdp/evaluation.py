@@ -278,8 +278,10 @@ def affine_jacobian(expr: cp.Expression, w: cp.Variable,
     ``w`` itself reads the matrix), so each coefficient is rounded as the expression's own operations
     round it — no difference quotient, whose cancellation loses the coefficient beside a large constant.
     ``values`` holds the data leaves as for :func:`evaluate` (``w``'s entry, if any, is not read).  Every
-    operation is within a row (``np.einsum`` reduces each row on its own), so a row's coefficients
-    depend on its own data only.  Atoms without a rule here (reshapes, stacks, transposes, sums
+    operation is within a row, so a row's coefficients depend on its own data only — at a given batch
+    shape: beyond 8192 terms ``np.einsum`` rounds a lone row differently from a row of a larger batch
+    (found by review), so it is called on whole batches (whose sizes are public), never on a
+    data-dependent subset.  Atoms without a rule here (reshapes, stacks, transposes, sums
     along an axis, anything not affine) raise :class:`UnsupportedAtom`.
     """
     if len(w.shape) != 1:

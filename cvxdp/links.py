@@ -104,10 +104,13 @@ class PiecewiseLinearLink(Link):
             order = np.argsort(self.slopes, axis=-1)
             ks = np.take_along_axis(self.slopes, order, axis=-1)
             es = np.take_along_axis(self.intercepts, order, axis=-1)
-            span = ks[:, 1] - ks[:, 0]
-            self._two = (ks[:, 0], ks[:, 1], -es[:, 0],
-                         np.where(span > 0, (es[:, 0] - es[:, 1]) / np.where(span > 0, span, 1.0),
-                                  0.0))
+            # quietly: a row's quotient may overflow (a subnormal slope under a unit level), and a numpy
+            # warning deciding on one record is an observable output; the row's gates read the value
+            with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+                span = ks[:, 1] - ks[:, 0]
+                self._two = (ks[:, 0], ks[:, 1], -es[:, 0],
+                             np.where(span > 0, (es[:, 0] - es[:, 1]) / np.where(span > 0, span, 1.0),
+                                      0.0))
         else:
             self._two = None
 

@@ -456,7 +456,9 @@ def _scaled_norms(V: np.ndarray) -> np.ndarray:
     gets 0 there, as before: callers test their entries' finiteness).  The choice is per row, from that
     row's own values."""
     with np.errstate(invalid="ignore", over="ignore", divide="ignore", under="ignore"):
-        squares = np.einsum("...j,...j->...", V, V)
+        # np.sum of the products, not einsum: einsum rounds a row beyond 8192 entries differently when the
+        # array holds one row than when it holds several (found by review), and subsets are data-dependent
+        squares = np.sum(V * V, axis=-1)
         out = np.sqrt(squares)
         risky = ~((squares > 2.0**-960) & (squares < 2.0**1000))
         if np.any(risky):
@@ -482,7 +484,9 @@ def _glm_of_pieces(A: np.ndarray, b: np.ndarray) -> GLMRepresentation:
     for start in range(0, m, FORM_BLOCK):
         rows = slice(start, min(start + FORM_BLOCK, m))
         ahat[rows], kappa[rows], parallel[rows] = _glm_block(A[rows])
-    return GLMRepresentation(ahat, np.zeros(m), PiecewiseLinearLink(kappa, b), parallel)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        link = PiecewiseLinearLink(kappa, b)
+    return GLMRepresentation(ahat, np.zeros(m), link, parallel)
 
 
 def _glm_of_shared(g: np.ndarray, c: np.ndarray, shared: SharedArgument) -> GLMRepresentation:
@@ -508,8 +512,9 @@ def _glm_of_shared(g: np.ndarray, c: np.ndarray, shared: SharedArgument) -> GLMR
         slopes = (sign * kappa)[None, :] * norms[:, None]
         intercepts = kappa[None, :] * c[:, None] + e[None, :]
         finite = (np.isfinite(norms) & np.isfinite(c) & np.all(np.isfinite(g), axis=1)
-                  & np.all(np.isfinite(intercepts), axis=1))
-    return GLMRepresentation(ahat, np.zeros(c.size), PiecewiseLinearLink(slopes, intercepts), finite)
+                  & np.all(np.isfinite(slopes), axis=1) & np.all(np.isfinite(intercepts), axis=1))
+        link = PiecewiseLinearLink(slopes, intercepts)
+    return GLMRepresentation(ahat, np.zeros(c.size), link, finite)
 
 
 def _glm_block(A: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -522,7 +527,7 @@ def _glm_block(A: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         ahat = np.where(nrm[:, None] > 0, A[rows, lead] / np.where(nrm > 0, nrm, 1.0)[:, None], 0.0)
         # any unit vector will do for examples whose pieces are all constant
         ahat[nrm == 0, 0] = 1.0
-        kappa = np.einsum("imd,id->im", A, ahat)
+        kappa = np.sum(A * ahat[:, None, :], axis=-1)  # not einsum: see _scaled_norms
         resid = A - kappa[:, :, None] * ahat[:, None, :]
         # an example with a coefficient that is not finite fails the test and takes the general path
         # (which fails closed on it): an overflowing one has an infinite norm, and a NaN one — which

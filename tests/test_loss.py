@@ -449,3 +449,58 @@ def test_scaled_norms_neither_overflow_nor_underflow():
     assert got[6] == pytest.approx(5e-324 * np.sqrt(6.0), rel=0.5)  # 2.47e-323 is where the subnormals fall
     alone = _scaled_norms(V[[0, 7]])
     assert alone.tobytes() == got[[0, 7]].tobytes()
+
+
+def test_a_subnormal_record_prints_nothing_and_raises_nothing():
+    """``x = (10⁻³¹⁰, 0)`` keeps its true slope in the shared-argument form, and the two-piece link's
+    quotient overflows on it: that must not surface as a numpy warning or a ``FloatingPointError`` — one
+    record would decide whether a line appears (found by review through ``estimate_moment_bound``)."""
+    import warnings
+
+    from cvxdp.privacy.ledger import PrivacyLedger
+    from cvxdp.privacy.random import SecureRandom
+    from cvxdp.privacy.tail import estimate_moment_bound
+
+    rng = np.random.default_rng(2)
+    w = cp.Variable(2)
+    model = cvxdp.Model(cvxdp.losses.hinge(w), [cp.norm(w, 2) <= 1.0])
+    X = rng.normal(size=(500, 2))
+    X[5] = [1e-310, 0.0]
+    data = {"x": X, "y": np.where(rng.random(500) < 0.5, 1.0, -1.0)}
+    with warnings.catch_warnings(), np.errstate(all="raise"):
+        warnings.simplefilter("error")
+        model.bind(data).glm()
+        estimate_moment_bound(model, data, k=4.0, epsilon=1.0, ledger=PrivacyLedger(500, 1.0),
+                              source=SecureRandom())
+
+
+def test_forms_of_long_rows_have_the_same_bits_alone_and_in_a_batch():
+    """Beyond 8192 entries ``np.einsum`` rounds a lone row differently from a row of a batch; the norms and
+    slopes of the form are sums of products instead, so a row's form is the same computed alone (as a
+    data-dependent subset can leave it) or with others (found by review at d = 10⁴)."""
+    from cvxdp.loss import _glm_of_pieces, _scaled_norms
+
+    rng = np.random.default_rng(6)
+    d = 8193
+    A = rng.normal(size=(3, 1, d)) * rng.uniform(0.5, 2.0, size=(3, 1, 1))
+    b = rng.normal(size=(3, 1))
+    together, alone = _glm_of_pieces(A, b), _glm_of_pieces(A[:1], b[:1])
+    assert together.a[:1].tobytes() == alone.a.tobytes()
+    assert together.link.slopes[:1].tobytes() == alone.link.slopes.tobytes()
+    V = rng.normal(size=(4, d))
+    assert _scaled_norms(V)[:1].tobytes() == _scaled_norms(V[:1]).tobytes()
+
+
+def test_a_shared_argument_row_whose_slope_overflows_is_not_generalized_linear():
+    """``|10¹⁰ (y − s t <x, w>)|`` with ``s t x = 10³⁰⁰``: the coefficient is finite, its slope ``10¹⁰ ·
+    10³⁰⁰`` is not — the row must fail the gate (and take the general path), not carry an infinite
+    slope (found by review)."""
+    w = cp.Variable(2)
+    x, y = cp.Parameter(2, name="x"), cp.Parameter(name="y")
+    s, t = cp.Parameter(name="s"), cp.Parameter(name="t")
+    loss = cvxdp.Loss(cp.abs(1e10 * (y - s * (t * (x @ w)))), w, data=[x, y, s, t])
+    assert loss.structure.shared is not None
+    data = {"x": np.array([[1.0, 2.0], [1e100, 0.0]]), "y": np.array([1.0, 2.0]),
+            "s": np.array([1.0, 1e100]), "t": np.array([1.0, 1e100])}
+    form = loss.bind(data).glm()
+    assert np.array_equal(form.is_glm, [True, False])

@@ -200,7 +200,7 @@ def smoothed_newton_start(problem: object, start: np.ndarray) -> SmoothedStart |
                 return found()
             # gᵀH⁻¹g is twice the decrease Newton's model predicts: at the objective's rounding, no trial
             # can show a decrease, and its pass would be wasted (NaN ends the stage as well)
-            if not float(-(g @ step)) > 8.0 * _EPS * (1.0 + abs(value)):
+            if not float(-(g @ step)) > 8.0 * _EPS * abs(value) + 1e-300:
                 break
             # later steps at most twice as long as the stage's last one save the halvings of a step that
             # the model's few curved rows made too long

@@ -229,8 +229,10 @@ class TightProfile(Profile):
             s = (1.0 + kappa) * 2.0 * grid / (lm * eps[:, None])
             # the bias bound reads (C, m, β) only, and a schedule search's rounds repeat few (m, β) pairs:
             # computed once per distinct pair and gathered (the same floats, elementwise)
-            pairs, inverse = np.unique(m + 1j * beta, return_inverse=True)
-            T = tail.bias_bound(grid, pairs.real[:, None], pairs.imag[:, None])[np.ravel(inverse)]
+            keys = np.ascontiguousarray(np.stack([m, beta], axis=1), dtype=float)
+            _, first, inverse = np.unique(keys.view(np.int64), axis=0, return_index=True, return_inverse=True)
+            pairs = keys[first]  # distinct by their bits: -0.0 and NaN keep their own rows
+            T = tail.bias_bound(grid, pairs[:, :1], pairs[:, 1:])[np.ravel(inverse)]
             bias = np.sqrt(R[:, None] * T / lam[:, None])
             vals = acc + bias + s * (quant[:, None] + math.sqrt(d))
             best = np.argmin(vals, axis=1)

@@ -287,7 +287,7 @@ class LipschitzExtension:
         ``κ_i = 0`` where the float bracket at the public ``point`` (default: an interior point of
         ``U``) is already within ``2⁻⁴⁰ (1 + C·diam U)`` — or, for a piecewise-linear link, where the
         example is small enough on ``U`` for that to hold at every point (:meth:`_small_levels`, a
-        test on the row's own numbers that spares most rows the evaluation); otherwise ``κ_i`` is the exact
+        test on the row's own numbers that spares such rows the exact path); otherwise ``κ_i`` is the exact
         bracket's midpoint there, an exact rational (an ``object`` array of
         :class:`~fractions.Fraction`) — so ``f_{C,U}(w, z_i) − κ_i`` is at most
         ``C||w − point||`` plus that bracket in size for every ``w``.  Each ``κ_i`` is a function
@@ -328,13 +328,14 @@ class LipschitzExtension:
         return out
 
     def _small_levels(self, a: np.ndarray, b: np.ndarray, link: object, tol: float) -> np.ndarray:
-        """Rows of a piecewise-linear link small enough on ``U`` that their offset is 0 without evaluating
-        it: a row at a time, from the row's own numbers and the public ``C``, ``U``, ``d``.
+        """Rows of a piecewise-linear link small enough on ``U`` that their offset is 0 without the exact
+        path: a row at a time, from the row's own numbers and the public ``U``, ``d``.
 
         The closed form's and the clipped rows' brackets are rounding margins proportional to the terms
-        they charge — ``|κ_j| (||a|| ||y|| + |b|)``, ``|e_j|`` and ``C`` times a distance in ``U`` — so a
-        row whose size ``S = max_j |κ_j| (||a|| N + |b|) + max_j |e_j| + C diam U`` (``N`` bounding
-        ``||y||`` on ``U``) satisfies ``64 (2d + 64) ε S ≤ tol`` has such a bracket well inside ``tol``
+        they charge — ``|κ_j| (||a|| ||y|| + |b|)`` and ``|e_j|``, and ``C`` times a distance in ``U``,
+        whose share is covered by the ``C diam U`` in ``tol`` — so a row whose size ``S = max_j |κ_j|
+        (||a|| N + |b|) + max_j |e_j|`` (``N`` bounding ``||y||`` on ``U``) satisfies
+        ``SMALL_LEVEL_FACTOR (2d + 64) ε S ≤ tol`` has such a bracket well inside ``tol``
         (at most ``0.06 tol`` measured over 60 random batches of LAD, pinball and hinge rows, balls and
         lenses, ``C`` from 0.1 to 1000; ``0.21 tol`` at a quarter of this margin).  A row the 1-D search
         brackets (neither tight nor clipped) may get a wider float bracket there (5× ``tol`` found by

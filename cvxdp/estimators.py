@@ -44,6 +44,7 @@ import cvxdp.losses as losses
 from cvxdp._validation import finite_array, positive_finite
 from cvxdp.error import DataError, DataTypeError, ParameterError
 from cvxdp.model import Model
+from cvxdp.numerics import row_dot
 from cvxdp.problem import PrivateProblem, PrivateResult
 
 
@@ -183,9 +184,9 @@ class _PrivateLinearModel(BaseEstimator):
     def _linear(self, X: object) -> np.ndarray:
         check_is_fitted(self, "coef_")
         X = _validated(self, X, reset=False)
-        # row by row (einsum), so a prediction does not depend on the array's memory layout or on the
-        # other rows of the batch (a DataFrame arrives column-major; BLAS rounds differently there)
-        return np.einsum("nd,d->n", finite_array("X", X, ndim=2), self.coef_) + self.intercept_
+        # row by row (cvxdp.numerics.row_dot), so a prediction does not depend on the array's memory
+        # layout or on the other rows of the batch (a DataFrame arrives column-major)
+        return row_dot(finite_array("X", X, ndim=2), self.coef_) + self.intercept_
 
 
 #: scikit-learn refusals whose text is built from shapes, sizes and feature names only (public), so

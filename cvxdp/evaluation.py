@@ -26,6 +26,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import logsumexp
 
+from cvxdp.numerics import row_combine, row_dot
+
 logger = logging.getLogger(__name__)
 
 
@@ -80,13 +82,12 @@ def _matmul(a: np.ndarray, ashape: tuple, b: np.ndarray, bshape: tuple) -> np.nd
     if len(ashape) == 0 or len(bshape) == 0:
         nd = max(len(ashape), len(bshape))
         return _expand(a, ashape, nd) * _expand(b, bshape, nd)
-    sub = {
-        (1, 1): "...q,...q->...",
-        (2, 1): "...pq,...q->...p",
-        (1, 2): "...q,...qr->...r",
-        (2, 2): "...pq,...qr->...pr",
-    }[(len(ashape), len(bshape))]
-    return np.einsum(sub, a, b)
+    # row by row (cvxdp.numerics.row_dot), so an example's value does not depend on the batch
+    if len(ashape) == 1:
+        return row_dot(a, b) if len(bshape) == 1 else row_combine(a, b)
+    if len(bshape) == 1:
+        return row_dot(a, b[..., None, :])
+    return row_combine(a, b[..., None, :, :])
 
 
 def _power(x: np.ndarray, p: float) -> np.ndarray:
@@ -251,7 +252,7 @@ def _eval_node(e: cp.Expression, vals: dict[int, np.ndarray],
     if name == "QuadForm":
         x = args[0].reshape(args[0].shape[0], -1)
         P = args[1].reshape(args[1].shape[0], x.shape[1], x.shape[1])
-        return np.einsum("bi,bij,bj->b", x, P, x).reshape((-1,) + out_shape)
+        return row_dot(x, row_combine(x, P)).reshape((-1,) + out_shape)
     if name == "log_sum_exp":
         return _reduce(e, args[0], logsumexp)
     if name == "sum_largest":
@@ -278,10 +279,9 @@ def affine_jacobian(expr: cp.Expression, w: cp.Variable,
     ``w`` itself reads the matrix), so each coefficient is rounded as the expression's own operations
     round it — no difference quotient, whose cancellation loses the coefficient beside a large constant.
     ``values`` holds the data leaves as for :func:`evaluate` (``w``'s entry, if any, is not read).  Every
-    operation is within a row, so a row's coefficients depend on its own data only — at a given batch
-    shape: beyond 8192 terms ``np.einsum`` rounds a lone row differently from a row of a larger batch
-    (found by review), so it is called on whole batches (whose sizes are public), never on a
-    data-dependent subset.  Atoms without a rule here (reshapes, stacks, transposes, sums
+    operation is within a row (products through :func:`cvxdp.numerics.row_combine`, which keeps a
+    row's bits whatever the batch around it), so a row's coefficients depend on its own data only.
+    Atoms without a rule here (reshapes, stacks, transposes, sums
     along an axis, anything not affine) raise :class:`UnsupportedAtom`.
     """
     if len(w.shape) != 1:
@@ -359,9 +359,10 @@ def _jac_node(e: cp.Expression, w: cp.Variable, vals: dict, memo: dict,
         if isinstance(J, _Identity):  # c @ w reads c's rows; w @ c reads c's columns
             out = c if c_i == 0 else np.swapaxes(c, -1, -2) if len(cs) == 2 else c
         elif c_i == 0:
-            out = np.einsum("...q,...qd->...d" if len(cs) == 1 else "...pq,...qd->...pd", c, J)
+            out = row_combine(c, J if len(cs) == 1 else J[..., None, :, :])
         else:
-            out = np.einsum("...qd,...q->...d" if len(cs) == 1 else "...qd,...qr->...rd", J, c)
+            out = (row_combine(c, J) if len(cs) == 1
+                   else row_combine(np.swapaxes(c, -1, -2), J[..., None, :, :]))
         return out.reshape((out.shape[0],) + out_shape + (d,))
     if name == "Sum" and getattr(e, "axis", None) is None:
         J = _dense(jacs[0], d)

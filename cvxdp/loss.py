@@ -456,8 +456,8 @@ def _scaled_norms(V: np.ndarray) -> np.ndarray:
     gets 0 there, as before: callers test their entries' finiteness).  The choice is per row, from that
     row's own values."""
     with np.errstate(invalid="ignore", over="ignore", divide="ignore", under="ignore"):
-        # np.sum of the products, not einsum: einsum rounds a row beyond 8192 entries differently when the
-        # array holds one row than when it holds several (found by review), and subsets are data-dependent
+        # np.sum of the products (as cvxdp.numerics.row_norm on this C-ordered array): einsum rounds a row
+        # beyond 8192 entries differently when it is alone (found by review), and subsets are data-dependent
         squares = np.sum(V * V, axis=-1)
         out = np.sqrt(squares)
         risky = ~((squares > 2.0**-960) & (squares < 2.0**1000))

@@ -170,5 +170,67 @@ def weighted_row_sum(a: np.ndarray, c: np.ndarray, scales: np.ndarray,
         err = err + gamma * products + (m + 1.0) * 2.0**-1074
     return total, np.where(np.isfinite(err), err, np.inf)
 
-__all__ = ["EPS", "ROW_BLOCK", "accurate_sum", "argument_rounding", "float_down", "float_up",
-           "rounding_margin", "row_scales", "weighted_row_sum"]
+__all__ = ["EINSUM_SAFE_LENGTH", "EPS", "ROW_BLOCK", "accurate_sum", "argument_rounding", "float_down",
+           "float_up", "rounding_margin", "row_combine", "row_dot", "row_norm", "row_scales",
+           "weighted_row_sum"]
+
+
+#: The longest contraction numpy's ``einsum`` rounds the same way whatever the batch around the row
+#: (the size of its iterator's buffer).
+EINSUM_SAFE_LENGTH = 8192
+
+#: Elements of the product :func:`row_dot` forms at once for rows longer than ``EINSUM_SAFE_LENGTH``.
+_PRODUCT_BLOCK = 1 << 21
+
+
+def row_dot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``Σ_j x[..., j] y[..., j]`` for every row (leading axes broadcast), each value a function of its
+    own row's entries alone: the same bits whether the row is alone, in a batch, or in a subset of one.
+
+    Per-example quantities (arguments ``<a_i, w>``, supports, coordinates in a row's subspace) are
+    taken with this, never with a bare ``einsum`` or a matrix product, because numpy does not promise
+    that: a BLAS product blocks by the batch, ``einsum`` splits a row longer than its 8192-element
+    buffer where the batch's shape puts the split, and a Fortran-ordered operand changes the order of
+    summation at any length (all measured, numpy 2.4; ``tests/test_numerics.py`` keeps the check).
+    Here operands are made C-ordered, rows up to ``EINSUM_SAFE_LENGTH`` go to ``einsum`` (which sums
+    a contiguous row in one pass), and longer rows are summed by ``np.sum`` of the products, whose
+    pairwise reduction runs along each contiguous row on its own, in blocks of rows that bound the
+    temporary (the blocking cannot change a row's bits).
+    """
+    x = np.ascontiguousarray(x, dtype=float)
+    y = np.ascontiguousarray(y, dtype=float)
+    shape = np.broadcast_shapes(x.shape, y.shape)
+    if shape[-1] <= EINSUM_SAFE_LENGTH:
+        return np.einsum("...j,...j->...", x, y)
+    if len(shape) == 1:
+        return np.sum(np.multiply(x, y, order="C"))
+    rows = max(1, _PRODUCT_BLOCK // math.prod(shape[1:]))
+    if shape[0] <= rows:
+        return np.sum(np.multiply(x, y, order="C"), axis=-1)
+
+    def part(arr: np.ndarray, start: int) -> np.ndarray:
+        varies = arr.ndim == len(shape) and arr.shape[0] != 1
+        return arr[start:start + rows] if varies else arr
+
+    out = np.empty(shape[:-1])
+    for start in range(0, shape[0], rows):
+        out[start:start + rows] = np.sum(np.multiply(part(x, start), part(y, start), order="C"), axis=-1)
+    return out
+
+
+def row_combine(c: np.ndarray, M: np.ndarray) -> np.ndarray:
+    """``Σ_k c[..., k] M[..., k, :]`` for every row: ``M`` is one ``(K, d)`` matrix shared by all rows
+    or one per row; the per-row matrix product ``c @ M`` with :func:`row_dot`'s promise (a BLAS product
+    rounds a row by its position and the batch's size).  ``einsum`` keeps a row's bits for C-ordered
+    operands when ``K`` fits its buffer; longer sums go through :func:`row_dot`."""
+    c = np.ascontiguousarray(c, dtype=float)
+    M = np.ascontiguousarray(M, dtype=float)
+    if c.shape[-1] <= EINSUM_SAFE_LENGTH:
+        return np.einsum("...k,...kd->...d", c, M)
+    return row_dot(c[..., None, :], np.swapaxes(M, -1, -2))
+
+
+def row_norm(x: np.ndarray) -> np.ndarray:
+    """``||x[..., :]||₂`` for every row, a function of that row alone (C order: a Fortran-ordered array
+    is reduced across rows, which changes the order of summation; see :func:`row_dot`)."""
+    return np.linalg.norm(np.ascontiguousarray(x, dtype=float), axis=-1)

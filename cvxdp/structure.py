@@ -254,8 +254,8 @@ def affine_coefficients(exprs: tuple[cp.Expression, ...], w: cp.Variable,
     smallest bound.  Each example's steps depend on its own data only, so its
     recovered ``(a, b)`` does too (the sensitivity arguments rely on that) — to the
     last bit: the batched evaluations go through :mod:`cvxdp.evaluation`, whose
-    contractions are ``np.einsum`` loops that reduce each row on its own, so a row's
-    rounding does not depend on which other rows share its batch (a BLAS
+    contractions go through :func:`cvxdp.numerics.row_dot`, which reduces each row on its own, so a
+    row's rounding does not depend on which other rows share its batch (a BLAS
     matrix-vector product, by contrast, rounds a row differently by its position;
     ``tests/test_per_example.py`` checks this on refining neighbours).  A
     step that overflows is skipped, and a slope the expression's own

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cvxdp.numerics import EPS, accurate_sum, row_scales, weighted_row_sum
+import cvxdp.numerics as numerics
+from cvxdp.numerics import EPS, accurate_sum, row_combine, row_dot, row_norm, row_scales, weighted_row_sum
 
 
 def _exact(col) -> Fraction:
@@ -103,3 +104,77 @@ def test_weighted_row_sum_charges_products_that_underflow():
     c = np.full(2, 1e-200)
     s, err = weighted_row_sum(a, c, row_scales(a))
     assert abs(Fraction(float(s[0])) - 2 * Fraction(1e-200) ** 2) <= Fraction(float(err[0]))
+
+
+def _wide_rows(rng, m: int, d: int) -> tuple[np.ndarray, np.ndarray]:
+    x = rng.standard_normal((m, d)) * np.exp(3.0 * rng.standard_normal((m, d)))  # magnitudes spread
+    return x, rng.standard_normal((m, d))
+
+
+@pytest.mark.parametrize("d", [1, 3, 20, 8192, 8193, 10_000, 30_001])
+def test_row_products_give_a_row_the_same_bits_alone_in_any_batch_and_any_layout(d):
+    """Per example means per example: a row's dot, norm and combination are the same bits whether it
+    is alone (1-D or a one-row batch), in a subset, in the whole batch or in a Fortran-ordered array.
+    (A bare ``np.einsum`` fails this beyond 8192 terms and for Fortran order at any length.)"""
+    rng = np.random.default_rng(d)
+    m = 6
+    x, y = _wide_rows(rng, m, d)
+    v = rng.standard_normal(d)
+    stack = np.stack([x, y, x - y], axis=1)  # (m, 3, d)
+    coef = rng.standard_normal((m, 3))
+    cases = {
+        "dot": lambda x, y, s, c: row_dot(x, y),
+        "dot with a shared vector": lambda x, y, s, c: row_dot(x, v),
+        "norm": lambda x, y, s, c: row_norm(x),
+        "dots of a row's block": lambda x, y, s, c: row_dot(s, y[..., None, :]),
+        "combination": lambda x, y, s, c: row_combine(c, s),
+    }
+    for name, fn in cases.items():
+        whole = fn(x, y, stack, coef)
+        fortran = fn(np.asfortranarray(x), np.asfortranarray(y), np.asfortranarray(stack),
+                     np.asfortranarray(coef))
+        for i in range(m):
+            pair = [i, (i + 3) % m]
+            one = slice(i, i + 1)
+            seen = [fn(x[i], y[i], stack[i], coef[i]), fn(x[one], y[one], stack[one], coef[one])[0],
+                    fn(x[pair], y[pair], stack[pair], coef[pair])[0], fortran[i]]
+            for got in seen:
+                assert np.array_equal(got, whole[i]), (name, d, i)
+
+
+@pytest.mark.parametrize("K", [4, 8193, 20_000])
+def test_row_combine_with_a_shared_matrix_keeps_each_rows_bits(K):
+    rng = np.random.default_rng(K)
+    c = rng.standard_normal((5, K)) * np.exp(3.0 * rng.standard_normal((5, K)))
+    M = rng.standard_normal((K, 7))
+    whole = row_combine(c, M)
+    for i in range(5):
+        assert np.array_equal(row_combine(c[i], M), whole[i])
+        assert np.array_equal(row_combine(c[i:i + 1], M)[0], whole[i])
+    np.testing.assert_allclose(whole, c @ M, rtol=1e-9, atol=1e-9 * float(np.max(np.abs(c) @ np.abs(M))))
+
+
+@pytest.mark.parametrize("d", [5, 10_000])
+def test_row_dot_is_within_the_dot_products_error_bound(d):
+    """``|fl(<x, y>) − <x, y>| ≤ γ_d Σ|x_j y_j|`` (Higham, Theorem 3.1), against the exact rational sum."""
+    rng = np.random.default_rng(3)
+    x, y = _wide_rows(rng, 3, d)
+    got = row_dot(x, y)
+    gamma = d * EPS / (1.0 - d * EPS)
+    for i in range(3):
+        exact = sum((Fraction(float(p)) * Fraction(float(q)) for p, q in zip(x[i], y[i], strict=True)),
+                    Fraction(0))
+        size = math.fsum(abs(float(p) * float(q)) for p, q in zip(x[i], y[i], strict=True))
+        assert abs(Fraction(float(got[i])) - exact) <= Fraction(gamma * size * (1.0 + 4.0 * EPS))
+
+
+def test_row_dot_blocks_long_rows_without_changing_their_bits(monkeypatch):
+    """Beyond 8192 terms the products are formed a block of rows at a time (to bound the temporary);
+    the blocking cannot move a row's bits."""
+    rng = np.random.default_rng(9)
+    x, y = _wide_rows(rng, 7, 10_000)
+    whole = row_dot(x, y)
+    monkeypatch.setattr(numerics, "_PRODUCT_BLOCK", 20_000)  # two rows per block
+    assert np.array_equal(row_dot(x, y), whole)
+    assert np.array_equal(row_dot(x[:, None, :], np.stack([y, x], axis=1)),
+                          np.stack([whole, row_dot(x, x)], axis=1))

@@ -473,3 +473,107 @@ def test_refining_examples_keep_their_bits_whoever_else_refines(rng):
     slopes = np.abs(X @ B)
     err = np.abs(np.abs(A0[:, 0]) - slopes).max(axis=1)
     assert np.all(err <= 2.0**-39 * slopes.max(axis=1))
+
+
+# past numpy einsum's 8192-element buffer, where it rounds a lone row differently from a row of a batch
+# (measured from d = 9000 on; at 8193 the split leaves a single term and the bits happened to agree)
+WIDE = 10_000
+
+
+def _wide_setup(family: str):
+    rng = np.random.default_rng(11)
+    m = 12
+    w = cp.Variable(WIDE)
+    make, labels = {"hinge": (cvxdp.losses.hinge, "pm1"), "absolute": (cvxdp.losses.absolute, "real"),
+                    "pinball": (lambda v: cvxdp.losses.pinball(v, 0.3), "real")}[family]
+    X = rng.standard_t(3, size=(m, WIDE)) / np.sqrt(WIDE)
+    y = np.where(rng.random(m) < 0.5, -1.0, 1.0) if labels == "pm1" else rng.normal(size=m)
+    model = cvxdp.Model(make(w), [cp.norm(w, 2) <= 2.0])
+    centre = 0.6 * rng.normal(size=WIDE) / np.sqrt(WIDE)
+    query = -1.7 * centre / np.linalg.norm(centre)  # inside W, outside the lens
+    lens = localize(model.domain, centre, 1.6)
+    assert isinstance(lens, Lens)
+    return model, {"x": X, "y": y}, query, {"ball": model.domain, "lens": lens}
+
+
+@pytest.mark.parametrize("family", ["hinge", "absolute"])
+def test_one_record_moves_no_other_examples_quantities_beyond_einsums_buffer(family):
+    """At ``d = 10⁴`` a bare ``np.einsum`` rounds a row by the batch around it, and the ball/lens oracle
+    forms batches that depend on the data (the rows its closed form leaves to the search): records that
+    move in and out of those batches (huge, zero, one-hot features) must not move another example's
+    representation, Lipschitz constant or closed-form bracket by one bit (``cvxdp.numerics.row_dot``)."""
+    model, data, query, regions = _wide_setup(family)
+    coarse = ExtensionSettings(tolerance=1e-3)  # the float paths only: the exact one is a per-row loop
+
+    def quantities(d):
+        ex = model.bind(d)
+        glm = ex.glm()
+        out = {"a": glm.a, "b": glm.b, "lipschitz": lipschitz_constants(model, ex)}
+        for rname, U in regions.items():
+            e = LipschitzExtension(model, C_EXT, region=U, settings=coarse).evaluate(query, ex)
+            out.update({f"{rname} {k}": v for k, v in (("upper", e.upper), ("lower", e.lower),
+                                                        ("g", e.subgradient), ("beta", e.intercept),
+                                                        ("y", e.inner_point), ("method", e.method))})
+        return out
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        base = quantities(data)
+        methods = set(_others(base["ball method"])) | set(_others(base["lens method"]))
+        # (features 1e12 would send it to the exact path, a per-row loop too slow at this width)
+        records = {"features of norm 1e6": np.full(WIDE, 1e6 / np.sqrt(WIDE)),
+                   "zero features": np.zeros(WIDE), "one huge feature": np.eye(WIDE)[WIDE - 1] * 1e6}
+        for tag, x_row in records.items():
+            other = {k: v.copy() for k, v in data.items()}
+            other["x"][J] = x_row
+            q = quantities(other)
+            methods |= set(_others(q["ball method"])) | set(_others(q["lens method"]))
+            for key, v0 in base.items():
+                assert _same(_others(v0), _others(q[key])), (family, tag, key)
+    assert methods == {"closed-form"}, methods  # the others on the float paths (tight rows, 1-D search)
+
+
+@pytest.mark.parametrize("shared_point", [True, False])
+def test_a_row_gets_the_same_bits_alone_and_in_any_batch_beyond_einsums_buffer(shared_point):
+    """The float paths' per-row quantities at ``d = 10⁴``, each row evaluated alone, in a pair and in the
+    whole batch: brackets, slopes, inner points, tight-row decisions, supports and Lipschitz constants
+    agree bit for bit (a bare ``np.einsum`` there rounds a lone row differently: this test fails with
+    it).  The oracle forms such batches from the data — the rows its closed form leaves to the search."""
+    from cvxdp.extension.reduced import evaluate_on_balls
+    from cvxdp.extension.tight import closed_form_rows
+    from cvxdp.geometry.certified import per_row_support_upper_both, row_support_bound_both
+
+    model, data, query, regions = _wide_setup("absolute")
+    rng = np.random.default_rng(5)
+    data["x"] *= np.exp(rng.normal(size=data["x"].shape))  # a wide spread of magnitudes within rows
+    glm = model.bind(data).glm()
+    a, b, link = glm.a, glm.b, glm.link
+    m = a.shape[0]
+    points = query if shared_point else query + 0.1 * rng.normal(size=(m, WIDE)) / np.sqrt(WIDE)
+
+    def quantities(rows):
+        idx = np.asarray(rows)
+        w = points if shared_point else points[idx]
+        out = {}
+        for rname, U in regions.items():
+            r = evaluate_on_balls(w, a[idx], b[idx], link.subset(idx), C_EXT, U)
+            closed = closed_form_rows(w, a[idx], b[idx], link.subset(idx), C_EXT, U,
+                                      np.linalg.norm(a[idx], axis=1))
+            tight = np.zeros(idx.size, dtype=bool)
+            tight[closed.rows] = True
+            out.update({f"{rname} {k}": getattr(r, k) for k in ("upper", "lower", "g", "beta", "y", "pi")})
+            out[f"{rname} tight"] = tight
+            out[f"{rname} support"] = np.stack(per_row_support_upper_both(U, a[idx]), axis=-1)
+            (top, e_top), (bottom, e_bottom) = row_support_bound_both(U, a[idx])
+            out[f"{rname} support bound"] = np.stack([top, e_top, bottom, e_bottom], axis=-1)
+        out["lipschitz"] = lipschitz_constants(model, model.bind({k: v[idx] for k, v in data.items()}))
+        return out
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        whole = quantities(np.arange(m))
+        for i in range(m):
+            for rows in ([i], [i, (i + 5) % m]):
+                part = quantities(rows)
+                for key, v in whole.items():
+                    assert _same(np.asarray(v)[i], np.asarray(part[key])[0]), (i, rows, key)

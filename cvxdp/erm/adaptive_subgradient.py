@@ -39,6 +39,7 @@ from cvxdp.erm.problem import RegularizedERM
 from cvxdp.error import UncertifiableLossError
 from cvxdp.geometry import LocalizedDomain, inexact_projection
 from cvxdp.loss import Examples
+from cvxdp.numerics import row_dot, row_norm
 from cvxdp.structure import GenericStructure, PiecewiseLinearStructure
 
 
@@ -52,12 +53,12 @@ def loss_subgradients(examples: Examples, Y: np.ndarray) -> np.ndarray:
     g_glm = None
     if glm is not None:
         a, b, link = glm
-        _, right = link.derivative_bounds(np.einsum("md,md->m", a, Y) + b)
+        _, right = link.derivative_bounds(row_dot(a, Y) + b)
         g_glm = right[:, None] * a
         if not isinstance(st, PiecewiseLinearStructure):
             return g_glm  # a smooth link: every example is generalized linear, by structure
     A, b = examples.pieces()
-    vals = np.einsum("mjd,md->mj", A, Y) + b
+    vals = row_dot(A, Y[:, None, :]) + b
     j = np.argmax(vals, axis=1)
     g_pieces = A[np.arange(A.shape[0]), j]
     # per example: the link's slope where the example is generalized linear, its active piece elsewhere
@@ -97,7 +98,7 @@ def adaptive_subgradient(problem: RegularizedERM, alpha: float, max_iterations: 
         sum_w += w
         sum_y += Y
         diff = w - Y
-        nrm = np.linalg.norm(diff, axis=1)
+        nrm = row_norm(diff)
         unit = np.where(nrm[:, None] > 0, diff / np.where(nrm > 0, nrm, 1.0)[:, None], 0.0)
         g_w = (C / m) * unit.sum(axis=0) + lam * (w - w0)
         g_y = (loss_subgradients(ex, Y) - C * unit) / m

@@ -36,7 +36,7 @@ from cvxdp.extension.certificates import project_simplex_rows
 from cvxdp.extension.conic_path import ConicBatch, generic_bracket, structured_bracket
 from cvxdp.extension.exact import round_down
 from cvxdp.geometry.certified import support_upper
-from cvxdp.numerics import EPS, argument_rounding, rounding_margin
+from cvxdp.numerics import EPS, argument_rounding, rounding_margin, row_combine, row_dot, row_norm
 from cvxdp.structure import GenericStructure, PiecewiseLinearStructure
 
 GROUP_SIZE = 100
@@ -53,14 +53,14 @@ def light_mask(problem: RegularizedERM) -> np.ndarray:
     lip = None
     if isinstance(st, PiecewiseLinearStructure):
         A, _ = ex.pieces()
-        lip = np.linalg.norm(A, axis=2).max(axis=1)
+        lip = row_norm(A).max(axis=1)
     if glm is not None:
         a, b, link = glm
         # widen the range of <a, y> + b over U by its rounding, so no kink just outside is missed
-        slack = argument_rounding(a.shape[1], np.linalg.norm(a, axis=1), problem.region.norm_bound(), b)
+        slack = argument_rounding(a.shape[1], row_norm(a), problem.region.norm_bound(), b)
         hi = b + support_upper(problem.region, a) + slack
         lo = b - support_upper(problem.region, -a) - slack
-        lip_glm = np.linalg.norm(a, axis=1) * link.lipschitz_on(lo, hi)
+        lip_glm = row_norm(a) * link.lipschitz_on(lo, hi)
         # decided per example: the GLM bound where the example is generalized linear
         lip = lip_glm if lip is None else np.where(glm.is_glm, lip_glm, lip)
     return lip <= limit
@@ -222,11 +222,11 @@ def solve_joint(problem: RegularizedERM, settings: ConicSettings) -> JointSoluti
             A, b = sub.pieces()
             Z = sol.z[light_start:light_start + ml * k].reshape(ml, k) * m
             pi = project_simplex_rows(Z[:, bL.pi_rows])
-            G[L] = np.einsum("mj,mjd->md", pi, A)
-            pib = np.einsum("mj,mj->m", pi, b)
+            G[L] = row_combine(pi, A)
+            pib = row_dot(pi, b)
             M = b.shape[1]
-            beta[L] = pib - (M + 64.0) * EPS * (np.einsum("mj,mj->m", pi, np.abs(b))
-                                                + np.linalg.norm(A, axis=2).max(axis=1) * reach)
+            beta[L] = pib - (M + 64.0) * EPS * (row_dot(pi, np.abs(b))
+                                                + row_norm(A).max(axis=1) * reach)
         else:
             a, b, link = sub.glm()
             u = a @ w_feas + b
@@ -234,7 +234,7 @@ def solve_joint(problem: RegularizedERM, settings: ConicSettings) -> JointSoluti
             phistar = link.conjugate(pi)
             G[L] = pi[:, None] * a
             beta[L] = (pi * b - phistar - rounding_margin(pi * b, phistar) - link.conjugate_rounding(pi)
-                       - 64 * EPS * np.abs(pi) * np.linalg.norm(a, axis=1) * reach)
+                       - 64 * EPS * np.abs(pi) * row_norm(a) * reach)
     # for a generalized-linear example the certified loss is its GLM form, while the multipliers
     # above minorize its recovered pieces: charge the difference (per example; 0 for others)
     glm = problem.examples.glm()

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cvxdp.links import PiecewiseLinearLink
-from cvxdp.numerics import EPS, rounding_margin
+from cvxdp.numerics import EPS, rounding_margin, row_dot
 
 
 @dataclass
@@ -107,7 +107,7 @@ def kink_rows(w: np.ndarray, radius: float, a: np.ndarray, b: np.ndarray, link: 
     """
     d = a.shape[1]
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        u = np.einsum("md,d->m", a, np.asarray(w, dtype=float)) + b
+        u = row_dot(a, np.asarray(w, dtype=float)) + b
         gap = np.abs(u - kink) / a_norm
         near = eligible & (gap <= radius * (1.0 + 1e-9))
     rows = np.nonzero(near)[0]

@@ -56,7 +56,7 @@ from cvxdp.geometry import Ball, Domain, Lens
 from cvxdp.links import PiecewiseLinearLink
 from cvxdp.loss import Examples, GLMRepresentation
 from cvxdp.model import Model
-from cvxdp.numerics import EPS, float_down, float_up
+from cvxdp.numerics import EPS, float_down, float_up, row_dot
 from cvxdp.structure import PiecewiseLinearStructure, SmoothGLMStructure
 
 #: A coordinate of ``U``'s bounding-ball centre beyond this many radii is translated away.
@@ -123,9 +123,9 @@ def _far_step(c: np.ndarray, r: float) -> np.ndarray | None:
 def translate_examples(examples: Examples, origin: np.ndarray, glm_form: bool = False) -> Examples:
     """The records in ``v = w − o``: each affine argument ``<a, w> + b`` becomes ``<a, v> + fl(b + <a, o>)``.
 
-    Row by row (``einsum``, whose bits for one row do not depend on the others); a level that is not
-    finite after the shift (``|<a, o>|`` beyond float range) is brought to ``±2¹⁰⁰⁰`` (``0`` for a
-    NaN) — both per-record maps.  The raw arrays are kept; the translated structure lives in the
+    Row by row (:func:`cvxdp.numerics.row_dot`, whose bits for one row do not depend on the others); a
+    level that is not finite after the shift (``|<a, o>|`` beyond float range) is brought to ``±2¹⁰⁰⁰``
+    (``0`` for a NaN) — both per-record maps.  The raw arrays are kept; the translated structure lives in the
     cache every certified path reads, as the affine reduction's does.
 
     ``glm_form`` (a ball or lens, where every path certifies a generalized-linear example by its
@@ -143,21 +143,21 @@ def translate_examples(examples: Examples, origin: np.ndarray, glm_form: bool = 
             # the link's intercepts, so the pieces read off the form (b_ij = e'_j) are exact
             glm = examples.glm()
             link = glm.link
-            shift = np.einsum("md,d->m", glm.a, o)
+            shift = row_dot(glm.a, o)
             kappa = np.broadcast_to(link.slopes, (examples.m, link.slopes.shape[-1]))
             moved_e = _finite_level(np.broadcast_to(link.intercepts, kappa.shape) + kappa * shift[:, None])
             shifted = GLMRepresentation(glm.a, glm.b, PiecewiseLinearLink(kappa, moved_e), glm.is_glm)
             others = None
             if not np.all(glm.is_glm):
                 A, b = examples.pieces()
-                others = (A, _finite_level(b + np.einsum("imd,d->im", A, o)))
+                others = (A, _finite_level(b + row_dot(A, o)))
             out.set_glm(shifted, others)
         elif isinstance(st, PiecewiseLinearStructure):
             A, b = examples.pieces()
-            out.set_pieces(A, _finite_level(b + np.einsum("imd,d->im", A, o)))
+            out.set_pieces(A, _finite_level(b + row_dot(A, o)))
         elif isinstance(st, SmoothGLMStructure):
             glm = examples.glm()
-            level = _finite_level(glm.b + np.einsum("md,d->m", glm.a, o))
+            level = _finite_level(glm.b + row_dot(glm.a, o))
             out._cache["glm"] = GLMRepresentation(glm.a, level, glm.link, glm.is_glm)
         else:
             raise TypeError("only piecewise-linear and smooth generalized linear losses translate")

@@ -74,7 +74,7 @@ from cvxdp.geometry import Ball, Domain, Lens
 from cvxdp.geometry.certified import per_row_support_upper, per_row_support_upper_both, support_rounding
 from cvxdp.links import HuberLink, Link, LogisticLink, PiecewiseLinearLink, ShiftedSquareLink, SquareLink
 from cvxdp.loss import Examples, GLMRepresentation
-from cvxdp.numerics import EPS
+from cvxdp.numerics import EPS, row_dot, row_norm
 from cvxdp.structure import PiecewiseLinearStructure, SmoothGLMStructure
 
 #: An example is substituted only if its level exceeds its variation on ``U`` by this factor.
@@ -153,7 +153,7 @@ def _support_bound(region: Domain, V: np.ndarray, scale: np.ndarray) -> np.ndarr
     with np.errstate(invalid="ignore", over="ignore"):
         try:  # each row from itself (a polytope's LP would couple the rows); a failure: no reduction
             sig = (per_row_support_upper(region, V) + support_rounding(region, d, scale)
-                   + widen * np.linalg.norm(V, axis=-1))
+                   + widen * row_norm(V))
         except Exception:  # any failure of the bound fails closed: the row is not reduced
             return np.full(V.shape[:-1], np.inf)
     return np.where(np.isfinite(sig), sig, np.inf)
@@ -169,7 +169,7 @@ def _support_bound_both(region: Domain, V: np.ndarray, scale: np.ndarray) -> tup
         try:  # as _support_bound: each row from itself; a failure fails closed
             up, down = per_row_support_upper_both(region, V)
             charge = support_rounding(region, d, scale)
-            wide = widen * np.linalg.norm(V, axis=-1)
+            wide = widen * row_norm(V)
             sig_up, sig_down = (up + charge) + wide, (down + charge) + wide
         except Exception:
             inf = np.full(V.shape[:-1], np.inf)
@@ -186,7 +186,7 @@ def _dominant(level: np.ndarray, slope_norm: np.ndarray, C: float, region: Domai
 
 def argument_range(region: Domain, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Bounds ``lo ≤ <a_i, y> + b_i ≤ hi`` for all ``y ∈ U``, rounding included."""
-    a_norm = np.linalg.norm(a, axis=1)
+    a_norm = row_norm(a)
     with np.errstate(invalid="ignore", over="ignore"):
         top, bottom = _support_bound_both(region, a, a_norm)
         bottom = -bottom
@@ -212,11 +212,11 @@ def _piecewise_by_pieces(examples: Examples, region: Domain, C: float,
         b0 = np.where(finite[:, None], b, 0.0)
         sub = np.arange(m_sub)
         with np.errstate(invalid="ignore", over="ignore"):
-            j = np.argmax(np.einsum("mjd,d->mj", A0, region.interior_point()) + b0, axis=1)
+            j = np.argmax(row_dot(A0, region.interior_point()) + b0, axis=1)
             Aj, bj = A0[sub, j], b0[sub, j]
             V = A0 - Aj[:, None, :]  # (m, J, d): piece l minus piece j
-            norms = np.linalg.norm(A0, axis=2)
-            scale = np.linalg.norm(V, axis=2) + norms + norms[sub, j][:, None]
+            norms = row_norm(A0)
+            scale = row_norm(V) + norms + norms[sub, j][:, None]
             d = A.shape[2]
             sig = _support_bound(region, V.reshape(-1, d), scale.reshape(-1)).reshape(b0.shape)
             diff_low = (bj[:, None] - b0) - 2.0 * EPS * (np.abs(bj)[:, None] + np.abs(b0))
@@ -257,7 +257,7 @@ def _piecewise_on_balls(examples: Examples, region: Domain, C: float) -> AffineR
     rows = np.arange(m)
     with np.errstate(invalid="ignore", over="ignore"):
         lo, hi = argument_range(region, a, b)
-        centre = np.einsum("md,d->m", a, np.asarray(region.interior_point(), float)) + b
+        centre = row_dot(a, np.asarray(region.interior_point(), float)) + b
         j = np.argmax(kappa * centre[:, None] + e, axis=1)
         kj, ej = kappa[rows, j], e[rows, j]
         dk, de = kj[:, None] - kappa, ej[:, None] - e
@@ -270,7 +270,7 @@ def _piecewise_on_balls(examples: Examples, region: Domain, C: float) -> AffineR
         finite = (np.all(np.isfinite(kappa), axis=1) & np.all(np.isfinite(e), axis=1) & np.isfinite(b)
                   & np.all(np.isfinite(a), axis=1) & np.isfinite(lo) & np.isfinite(hi))
         level = kj * b + ej
-        slope_norm = np.abs(kj) * np.linalg.norm(a, axis=1)
+        slope_norm = np.abs(kj) * row_norm(a)
         mask = is_glm & finite & np.all(dominates, axis=1) & _dominant(level, slope_norm, C, region)
     others = np.nonzero(~is_glm)[0]
     by_pieces = _piecewise_by_pieces(examples, region, C, others) if others.size else None
@@ -314,7 +314,7 @@ def affine_reduction(examples: Examples, region: Domain, C: float) -> AffineRedu
         sign, b_sub, kept = _label_beyond(region, a, b, M)
         with np.errstate(invalid="ignore", over="ignore"):
             level = 2.0 * M * link.scale * sign * b
-        mask = kept & _dominant(level, 2.0 * M * link.scale * np.linalg.norm(a, axis=1), C, region)
+        mask = kept & _dominant(level, 2.0 * M * link.scale * row_norm(a), C, region)
         if not np.any(mask):
             return AffineReduction(mask, offsets)
         labels = b.copy()
@@ -373,7 +373,7 @@ def _logistic_level(glm: GLMRepresentation, region: Domain, C: float) -> AffineR
     sign, b_sub, kept = _label_beyond(region, a, b, T0)
     c = link.scale
     with np.errstate(invalid="ignore", over="ignore"):
-        mask = kept & _dominant(c * b, c * np.linalg.norm(a, axis=1), C, region, LOGISTIC_LEVEL_FACTOR)
+        mask = kept & _dominant(c * b, c * row_norm(a), C, region, LOGISTIC_LEVEL_FACTOR)
     if not np.any(mask):
         return AffineReduction(mask, np.zeros(m, dtype=object))
     negative = mask & (sign < 0)

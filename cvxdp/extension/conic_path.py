@@ -53,7 +53,16 @@ from cvxdp.geometry.certified import (
 )
 from cvxdp.links import Link
 from cvxdp.loss import Examples
-from cvxdp.numerics import EPS, argument_rounding, float_down, float_up, rounding_margin
+from cvxdp.numerics import (
+    EPS,
+    argument_rounding,
+    float_down,
+    float_up,
+    rounding_margin,
+    row_combine,
+    row_dot,
+    row_norm,
+)
 
 
 @dataclass
@@ -190,9 +199,9 @@ def _region_support_fn(region: Domain, z_U: np.ndarray):
                                     base_rows.cones)
     if base_rows.n_aux == 0:  # nothing unbounded: the float products with their rounding charged
         kW_rows = base_rows.A_y.shape[0]
-        s = zW @ base_rows.A_y
-        s_err = (kW_rows + 4.0) * EPS * np.linalg.norm(np.abs(zW) @ np.abs(base_rows.A_y), axis=1)
-        bound = (zW @ base_rows.b + rounding_margin(zW * base_rows.b).sum(axis=-1)
+        s = row_combine(zW, base_rows.A_y)  # row by row, not BLAS (cvxdp.numerics.row_dot)
+        s_err = (kW_rows + 4.0) * EPS * row_norm(row_combine(np.abs(zW), np.abs(base_rows.A_y)))
+        bound = (row_dot(zW, base_rows.b) + rounding_margin(zW * base_rows.b).sum(axis=-1)
                  + s_err * ball.norm_bound() * (1.0 + 8.0 * EPS))
         bound = np.where(ok & np.isfinite(bound), bound, np.inf)
     else:
@@ -226,20 +235,20 @@ def structured_bracket(examples: Examples, block: EpigraphBlock, region: Domain,
     """Certified bracket from a conic batch for a piecewise-linear or smooth-GLM loss."""
     m, d = w.shape
     y, inside = certified_inner_points(region, region.make_feasible(batch.y))
-    dist = np.linalg.norm(w - y, axis=1)
-    y_norm, w_norm = np.linalg.norm(y, axis=1), np.linalg.norm(w, axis=1)
+    dist = row_norm(w - y)
+    y_norm, w_norm = row_norm(y), row_norm(w)
     # f(y) from the same affine data the lower bound uses (not from the CVXPY expression), so
     # both bounds are of one function even where recovering that data rounded it
     if block.pi_rows is not None:
         A_, b_ = examples.pieces()  # max_j <A_j, y> + b_j moves by at most the worst piece's error
-        fval = (np.einsum("mjd,md->mj", A_, y) + b_).max(axis=1)
-        value_error = argument_rounding(d, np.linalg.norm(A_, axis=2).max(axis=1), y_norm,
+        fval = (row_dot(A_, y[:, None, :]) + b_).max(axis=1)
+        value_error = argument_rounding(d, row_norm(A_).max(axis=1), y_norm,
                                         np.abs(b_).max(axis=1))
     else:
         assert glm is not None
-        u_ = np.einsum("md,md->m", glm[0], y) + glm[1]
+        u_ = row_dot(glm[0], y) + glm[1]
         fval = glm[2].value(u_)
-        du = argument_rounding(d, np.linalg.norm(glm[0], axis=1), y_norm, glm[1])
+        du = argument_rounding(d, row_norm(glm[0]), y_norm, glm[1])
         value_error = glm[2].lipschitz_on(u_ - du, u_ + du) * du
     upper = fval + C * dist + upper_margin(fval, C, dist, d, value_error, w_norm, y_norm)
     upper = np.where(inside, upper, np.inf)
@@ -248,21 +257,21 @@ def structured_bracket(examples: Examples, block: EpigraphBlock, region: Domain,
     if block.pi_rows is not None:
         A, b = examples.pieces()
         pi = project_simplex_rows(batch.z_loss[:, block.pi_rows])
-        v = g - np.einsum("mj,mjd->md", pi, A)
+        v = g - row_combine(pi, A)
         sig = sigma(v)
-        pib = np.einsum("mj,mj->m", pi, b)
+        pib = row_dot(pi, b)
         beta = pib - sig
-        scale_a = np.linalg.norm(A, axis=2).max(axis=1)
+        scale_a = row_norm(A).max(axis=1)
         n_pieces = b.shape[1]
-        margin = (rounding_margin(pib, sig) + (n_pieces + 64.0) * EPS * np.einsum("mj,mj->m", pi, np.abs(b))
-                  + support_rounding(region, d, (n_pieces + 2.0) * (np.linalg.norm(v, axis=1)
-                                                                    + np.linalg.norm(g, axis=1) + scale_a)))
+        margin = (rounding_margin(pib, sig) + (n_pieces + 64.0) * EPS * row_dot(pi, np.abs(b))
+                  + support_rounding(region, d, (n_pieces + 2.0) * (row_norm(v)
+                                                                    + row_norm(g) + scale_a)))
         pi_out = pi
     else:
         assert glm is not None
         a, bvec, link = glm
         link: Link
-        u = np.einsum("md,md->m", a, y) + bvec
+        u = row_dot(a, y) + bvec
         dl, dr = link.derivative_bounds(u)
         p0 = link.clip_to_dual_domain(0.5 * (dl + dr))
 
@@ -283,10 +292,10 @@ def structured_bracket(examples: Examples, block: EpigraphBlock, region: Domain,
         sig = sigma(v)
         beta = pi_out * bvec - phistar - sig
         margin = (rounding_margin(pi_out * bvec, phistar, sig) + link.conjugate_rounding(pi_out)
-                  + support_rounding(region, d, np.linalg.norm(v, axis=1) + np.linalg.norm(g, axis=1)
-                                     + np.abs(pi_out) * np.linalg.norm(a, axis=1)))
-    gw = np.einsum("md,md->m", g, w)
-    beta = beta - margin - (d + 64.0) * EPS * np.linalg.norm(g, axis=1) * w_norm
+                  + support_rounding(region, d, row_norm(v) + row_norm(g)
+                                     + np.abs(pi_out) * row_norm(a)))
+    gw = row_dot(g, w)
+    beta = beta - margin - (d + 64.0) * EPS * row_norm(g) * w_norm
     lower = gw + beta
     lower = np.where(np.isfinite(lower), lower, -np.inf)
     return BracketResult(upper=upper, lower=lower, g=g, beta=beta, y=y,
@@ -314,11 +323,11 @@ def generic_bracket(examples: Examples, block: EpigraphBlock, region: Domain, w:
     m, d = w.shape
     y, inside = certified_inner_points(region, region.make_feasible(batch.y))
     fval = _loss_values(examples, y)
-    dist = np.linalg.norm(w - y, axis=1)
+    dist = row_norm(w - y)
     # CVXPY evaluates a generic expression: its intermediate magnitudes are unknown, so the value's
     # rounding is charged relative to |f(y)| (see SECURITY.md); the distance's is charged in full
-    upper = fval + C * dist + upper_margin(fval, C, dist, d, np.zeros(m), np.linalg.norm(w, axis=1),
-                                           np.linalg.norm(y, axis=1))
+    upper = fval + C * dist + upper_margin(fval, C, dist, d, np.zeros(m), row_norm(w),
+                                           row_norm(y))
     upper = np.where(inside, upper, np.inf)
     k, nA = block.k, block.n_aux
     rows_U = region.cone_rows()
@@ -364,13 +373,13 @@ def generic_bracket(examples: Examples, block: EpigraphBlock, region: Domain, w:
     # for every feasible (y, aux, t): objective ≥ −bᵀz' + <g, w> + r_yᵀ y ≥ ... − σ_U(−r_y)
     with np.errstate(invalid="ignore", over="ignore"):
         # per row (a polytope's batched LP would couple the rows' bounds), its formula's rounding charged
-        sig = (per_row_support_upper(region, -r_y) + support_rounding(region, d, np.linalg.norm(r_y, axis=1))
+        sig = (per_row_support_upper(region, -r_y) + support_rounding(region, d, row_norm(r_y))
                + r_err * region.norm_bound() * (1.0 + 4.0 * EPS))
         margin = (rounding_margin(dual_lo, sig)
-                  + 64 * EPS * np.linalg.norm(g, axis=1) * np.linalg.norm(w, axis=1))
+                  + 64 * EPS * row_norm(g) * row_norm(w))
         beta = np.where(ok, dual_lo - sig - margin, -np.inf)
         beta = np.where(np.isfinite(beta), beta, -np.inf)
-    gw = np.einsum("md,md->m", g, w)
+    gw = row_dot(g, w)
     lower = np.where(ok, gw + beta, -np.inf)
     lower = np.where(np.isfinite(lower), lower, -np.inf)
     return BracketResult(upper=upper, lower=lower, g=g, beta=beta, y=y, pi=np.zeros(m)), ok

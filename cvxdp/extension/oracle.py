@@ -52,6 +52,7 @@ from cvxdp.geometry import Ball, Domain, Lens, localize
 from cvxdp.links import HuberLink, LogisticLink, PiecewiseLinearLink, SquareLink
 from cvxdp.loss import Examples
 from cvxdp.model import Model
+from cvxdp.numerics import row_dot, row_norm
 from cvxdp.structure import GenericStructure
 
 logger = logging.getLogger(__name__)
@@ -135,7 +136,7 @@ class ExtensionEvaluation:
     def minorant(self, u: np.ndarray) -> np.ndarray:
         """``<g_i, u_i> + β_i``: the certified lower bound at other points ``u`` (``(d,)`` or ``(m, d)``)."""
         u = np.asarray(u, float)
-        return np.einsum("md,md->m", self.subgradient, np.broadcast_to(u, self.subgradient.shape)) \
+        return row_dot(self.subgradient, u) \
             + self.intercept
 
 
@@ -314,9 +315,9 @@ class LipschitzExtension:
             stop = min(start + OFFSET_BLOCK, m)
             ab, bb, lk = a[start:stop], b[start:stop], link.subset(np.arange(start, stop))  # views, links
             # the point shared by every row: one membership test, not one per row.  The whole block, not
-            # the rows the size test leaves: beyond 8192 features numpy's einsum rounds a lone row
-            # differently from a row of a batch, so a data-dependent subset would let one record move
-            # another's float bracket (found by review); the size test only spares the exact path
+            # the rows the size test leaves (belt and braces: the per-row products are batch-independent,
+            # cvxdp.numerics.row_dot, and a public block shape keeps any other batch effect out); the
+            # size test only spares the exact path
             r = evaluate_on_balls(c, ab, bb, lk, self.C, self.region, self.settings.iterations)
             # generalized-linear examples only (the conic path of the others applies no offset), and of
             # those only the ones whose size does not already settle their offset at 0
@@ -349,7 +350,7 @@ class LipschitzExtension:
         kappa = np.broadcast_to(link.slopes, (m, link.slopes.shape[-1]))
         levels = np.broadcast_to(link.intercepts, kappa.shape)
         with np.errstate(invalid="ignore", over="ignore"):
-            size = (np.max(np.abs(kappa), axis=1) * (np.linalg.norm(a, axis=1) * self.region.norm_bound()
+            size = (np.max(np.abs(kappa), axis=1) * (row_norm(a) * self.region.norm_bound()
                                                      + np.abs(b))
                     + np.max(np.abs(levels), axis=1))
             return size * (SMALL_LEVEL_FACTOR * (2.0 * d + 64.0) * _EPS) <= tol  # NaN: not settled

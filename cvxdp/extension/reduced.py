@@ -39,7 +39,7 @@ from cvxdp.extension.tight import closed_form_rows
 from cvxdp.geometry import Ball, Lens
 from cvxdp.geometry.certified import support_rounding
 from cvxdp.links import Link
-from cvxdp.numerics import argument_rounding, rounding_margin
+from cvxdp.numerics import argument_rounding, rounding_margin, row_combine, row_dot, row_norm
 
 _GOLDEN = (np.sqrt(5.0) - 1.0) / 2.0
 EPS = float(np.finfo(float).eps)
@@ -58,7 +58,7 @@ class BracketResult:
 
 
 def _unit(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    n = np.linalg.norm(v, axis=-1)
+    n = row_norm(v)
     return v / np.where(n > 0, n, 1.0)[:, None], n
 
 
@@ -69,9 +69,9 @@ def _orthonormal_basis(first: np.ndarray, others: list[np.ndarray], k: int) -> n
     Q[:, 0], _ = _unit(first)
     for j in range(1, k):
         cand = others[j - 1] if j - 1 < len(others) else np.zeros((m, d))
-        v = cand - np.einsum("mkd,mk->md", Q[:, :j], np.einsum("mkd,md->mk", Q[:, :j], cand))
+        v = cand - row_combine(row_dot(Q[:, :j], cand[:, None, :]), Q[:, :j])
         v, n = _unit(v)
-        scale = np.linalg.norm(cand, axis=-1)
+        scale = row_norm(cand)
         bad = n <= 1e-10 * np.maximum(scale, 1e-300)
         if np.any(bad):
             # complete with the standard basis vector least aligned with the basis so far
@@ -81,11 +81,11 @@ def _orthonormal_basis(first: np.ndarray, others: list[np.ndarray], k: int) -> n
                 pick = np.argmin(weights, axis=1)
                 e = np.zeros((idx.size, d))
                 e[np.arange(idx.size), pick] = 1.0
-                ee = e - np.einsum("nkd,nk->nd", Q[idx, :j], np.einsum("nkd,nd->nk", Q[idx, :j], e))
+                ee = e - row_combine(row_dot(Q[idx, :j], e[:, None, :]), Q[idx, :j])
                 ee, _ = _unit(ee)
                 v[idx] = ee
         # re-orthogonalize once for numerical safety
-        v = v - np.einsum("mkd,mk->md", Q[:, :j], np.einsum("mkd,md->mk", Q[:, :j], v))
+        v = v - row_combine(row_dot(Q[:, :j], v[:, None, :]), Q[:, :j])
         v, _ = _unit(v)
         Q[:, j] = v
     return Q
@@ -166,9 +166,9 @@ class _Slices:
         self.Q = _orthonormal_basis(a, others, k)
         self.k = k
         self.c1, self.r1, self.r2 = c1, r1, r2
-        self.alpha = np.linalg.norm(a, axis=1)
-        self.btil = b + np.einsum("md,d->m", a, c1)  # row-local (BLAS bits depend on the batch)
-        red = lambda v: np.einsum("mkd,md->mk", self.Q, v)  # noqa: E731
+        self.alpha = row_norm(a)
+        self.btil = b + row_dot(a, c1)  # row-local (cvxdp.numerics.row_dot)
+        red = lambda v: row_dot(self.Q, v[:, None, :])  # noqa: E731
         self.w_red = red(w - c1)
         self.c2_red = None if c2 is None else red(np.broadcast_to(c2 - c1, (m, d)))
         # pad reduced coordinates to 3 so the in-plane formulas always see (x, z)
@@ -200,13 +200,13 @@ class _Slices:
     def lift(self, t: np.ndarray) -> np.ndarray:
         px, pz = self.inplane(t)
         coords = np.stack([t, px, pz], axis=1)[:, : self.k]
-        return self.c1 + np.einsum("mk,mkd->md", coords, self.Q)
+        return self.c1 + row_combine(coords, self.Q)
 
     def support(self, v_red: np.ndarray) -> np.ndarray:
         return _support_two_balls(v_red, self.r1, self.c2_red, self.r2)
 
     def to_reduced(self, v: np.ndarray) -> np.ndarray:
-        out = np.einsum("mkd,md->mk", self.Q, v)
+        out = row_dot(self.Q, v[:, None, :])
         return np.pad(out, ((0, 0), (0, 3 - self.k))) if self.k < 3 else out
 
 
@@ -224,31 +224,31 @@ def normal_cone_slopes(w: np.ndarray, base: np.ndarray, region: Ball | Lens) -> 
     balls = ([(region.first.center, region.first.radius), (region.second.center, region.second.radius)]
              if isinstance(region, Lens) else [(region.center, region.radius)])
     best = base.copy()
-    best_norm = np.linalg.norm(base, axis=1)
+    best_norm = row_norm(base)
     normals, active = [], []
     for c, r in balls:
         diff = w - c
-        nd = np.linalg.norm(diff, axis=1)
+        nd = row_norm(diff)
         on = nd >= r * (1.0 - 1e-9)
         n = diff / np.where(nd > 0, nd, 1.0)[:, None]
         normals.append(n)
         active.append(on)
-        t = np.maximum(0.0, -np.einsum("md,md->m", base, n))
+        t = np.maximum(0.0, -row_dot(base, n))
         cand = base + t[:, None] * n
-        cn = np.linalg.norm(cand, axis=1)
+        cn = row_norm(cand)
         take = on & (cn < best_norm)
         best[take], best_norm[take] = cand[take], cn[take]
     if len(balls) == 2:
         n1, n2 = normals
-        g11, g22 = np.einsum("md,md->m", n1, n1), np.einsum("md,md->m", n2, n2)
-        g12 = np.einsum("md,md->m", n1, n2)
-        r1, r2 = -np.einsum("md,md->m", base, n1), -np.einsum("md,md->m", base, n2)
+        g11, g22 = row_dot(n1, n1), row_dot(n2, n2)
+        g12 = row_dot(n1, n2)
+        r1, r2 = -row_dot(base, n1), -row_dot(base, n2)
         det = g11 * g22 - g12 * g12
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             t1 = (g22 * r1 - g12 * r2) / det
             t2 = (g11 * r2 - g12 * r1) / det
             cand = base + t1[:, None] * n1 + t2[:, None] * n2
-            cn = np.linalg.norm(cand, axis=1)
+            cn = row_norm(cand)
         take = active[0] & active[1] & (det > 1e-12) & (t1 >= 0) & (t2 >= 0) & (cn < best_norm)
         best[take] = cand[take]
     return best
@@ -259,7 +259,7 @@ def _float_bound(g: np.ndarray, pi: np.ndarray, w: np.ndarray, a: np.ndarray, b:
     """``<g, w> + π b − φ*(π) − σ_U(g − π a)`` in float64 (−∞ where not finite): to compare candidate
     dual pairs only; the chosen pair's bound is certified, rounding charged, at the end."""
     with np.errstate(invalid="ignore", over="ignore"):
-        val = (np.einsum("md,md->m", g, w) + pi * b - link.conjugate(pi)
+        val = (row_dot(g, w) + pi * b - link.conjugate(pi)
                - region.support(g - pi[:, None] * a))
     return np.where(np.isfinite(val), val, -np.inf)
 
@@ -307,7 +307,7 @@ def evaluate_on_balls(w: np.ndarray, a: np.ndarray, b: np.ndarray, link: Link, C
     def points(index: np.ndarray) -> np.ndarray:
         return np.broadcast_to(w, (index.size, d)).copy() if shared else w[index]
 
-    solved = closed_form_rows(w, a, b, link, C, region, np.linalg.norm(a, axis=1))
+    solved = closed_form_rows(w, a, b, link, C, region, row_norm(a))
     rows = solved.rows
     if not rows.size:
         return _search_on_balls(points(np.arange(m)), a, b, link, C, region, iters)
@@ -332,7 +332,7 @@ def _search_on_balls(w: np.ndarray, a: np.ndarray, b: np.ndarray, link: Link, C:
                      region: Ball | Lens, iters: int) -> BracketResult:
     """:func:`evaluate_on_balls` by the 1-D reduction: golden-section searches, then certification."""
     m, d = a.shape
-    alpha = np.linalg.norm(a, axis=1)
+    alpha = row_norm(a)
     flat = alpha == 0
     y = np.empty((m, d))
     pi = np.zeros(m)
@@ -343,7 +343,7 @@ def _search_on_balls(w: np.ndarray, a: np.ndarray, b: np.ndarray, link: Link, C:
         yf = region.project(w[flat])
         y[flat] = yf
         diff = w[flat] - yf
-        nd = np.linalg.norm(diff, axis=1)
+        nd = row_norm(diff)
         g[flat] = np.where(nd[:, None] > 0, C * diff / np.where(nd > 0, nd, 1.0)[:, None], 0.0)
         lf = link.subset(np.nonzero(flat)[0])
         lo_d, hi_d = lf.derivative_bounds(b[flat])
@@ -371,12 +371,12 @@ def _search_on_balls(w: np.ndarray, a: np.ndarray, b: np.ndarray, link: Link, C:
         y_live = S.lift(t_star)
         y[idx] = y_live
         diff = w[idx] - y_live
-        nd = np.linalg.norm(diff, axis=1)
-        scale_w = 1.0 + np.linalg.norm(w[idx], axis=1)
+        nd = row_norm(diff)
+        scale_w = 1.0 + row_norm(w[idx])
         degenerate = nd <= 1e-10 * scale_w
         g_live = C * diff / np.where(nd > 0, nd, 1.0)[:, None]
         # degenerate: y* = w, extension equals f at w; take π ∈ ∂φ(u_w) of least modulus
-        u_w = np.einsum("md,md->m", a[idx], w[idx]) + b[idx]
+        u_w = row_dot(a[idx], w[idx]) + b[idx]
         dl, dr = lk.derivative_bounds(u_w)
         pi_deg = np.clip(0.0, dl, dr)
         g_deg = clip_to_ball(pi_deg[:, None] * a[idx], C)
@@ -412,7 +412,7 @@ def _search_on_balls(w: np.ndarray, a: np.ndarray, b: np.ndarray, link: Link, C:
         # subgradient at u* nearest <g, a>/||a||² is then exact (kept where its bound is better)
         a_live = a[idx]
         with np.errstate(invalid="ignore", divide="ignore"):
-            p_c = np.clip(np.clip(np.einsum("md,md->m", g_live, a_live) / (S.alpha * S.alpha), sl, sr),
+            p_c = np.clip(np.clip(row_dot(g_live, a_live) / (S.alpha * S.alpha), sl, sr),
                           p_lo, p_hi)
         g_c = clip_to_ball(p_c[:, None] * a_live, C)
         rows_live = (w[idx], a_live, b[idx], lk, region)
@@ -435,10 +435,10 @@ def _search_on_balls(w: np.ndarray, a: np.ndarray, b: np.ndarray, link: Link, C:
             pi[rows[better]] = pi_deg[near][better]
     # -- certified evaluation in the full space ------------------------------
     y, inside = certified_inner_points(region, region.make_feasible(y))
-    u = np.einsum("md,md->m", a, y) + b
+    u = row_dot(a, y) + b
     fval = link.value(u)
-    dist = np.linalg.norm(w - y, axis=1)
-    y_norm, w_norm = np.linalg.norm(y, axis=1), np.linalg.norm(w, axis=1)
+    dist = row_norm(w - y)
+    y_norm, w_norm = row_norm(y), row_norm(w)
     du = argument_rounding(d, alpha, y_norm, b)
     upper = fval + C * dist
     upper = upper + upper_margin(fval, C, dist, d, link.lipschitz_on(u - du, u + du) * du, w_norm, y_norm)
@@ -448,10 +448,10 @@ def _search_on_balls(w: np.ndarray, a: np.ndarray, b: np.ndarray, link: Link, C:
     v = g - pi[:, None] * a
     sig = region.support(v)
     beta = pi * b - phistar - sig
-    gw = np.einsum("md,md->m", g, w)
-    g_norm = np.linalg.norm(g, axis=1)
+    gw = row_dot(g, w)
+    g_norm = row_norm(g)
     margin = (rounding_margin(pi * b, phistar, sig, gw) + link.conjugate_rounding(pi)
-              + support_rounding(region, d, np.linalg.norm(v, axis=1) + g_norm + np.abs(pi) * alpha)
+              + support_rounding(region, d, row_norm(v) + g_norm + np.abs(pi) * alpha)
               + (d + 64.0) * EPS * g_norm * w_norm)
     beta = beta - margin
     lower = gw + beta

@@ -20,6 +20,7 @@ from cvxdp.conic.cones import cones_from_dims
 from cvxdp.error import UncertifiableLossError
 from cvxdp.extension.blocks import EpigraphBlock
 from cvxdp.loss import Examples, Loss
+from cvxdp.numerics import row_combine, row_dot
 
 
 class ConicTemplate:
@@ -109,11 +110,12 @@ class ConicTemplate:
         local = np.empty(self.n, dtype=np.int64)
         local[self.y_cols] = np.arange(d)
         local[self.aux_cols] = d + 1 + np.arange(n_aux)
-        vals = th @ self.TA.T
-        b = th @ self.Tb.T
-        q = th @ self.Tq.T
+        # row by row, not BLAS: an example's conic data must not depend on the batch (cvxdp.numerics)
+        vals = row_combine(th, self.TA.T)
+        b = row_combine(th, self.Tb.T)
+        q = row_combine(th, self.Tq.T)
         obj = np.zeros((examples.m, d + 1 + n_aux))
         obj[:, local] = q
         return EpigraphBlock(d=d, n_aux=n_aux, rows=self.rows, cols=local[self.cols], vals=vals,
-                             b=b, cones=self.cones, objective=obj, offset=th @ self.Td,
+                             b=b, cones=self.cones, objective=obj, offset=row_dot(th, self.Td),
                              pi_rows=None, kind="generic")

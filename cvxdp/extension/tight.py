@@ -30,7 +30,8 @@ the loss clipped to slope ``C`` (the extension on all of ``R^d``), and ``U`` doe
 
 **Per example.**  Whether a row is tight, its ``π`` and its certified bounds are functions of its
 own ``(a, b, φ)``, the query point, ``C`` and ``U`` — never of other rows; the arithmetic is row by
-row (``einsum``, elementwise), so a row's bits do not depend on the batch it is evaluated in.
+row (:func:`cvxdp.numerics.row_dot`, elementwise), so a row's bits do not depend on the batch it is
+evaluated in.
 
 **Rounding.**  ``||π a|| ≤ C`` must hold exactly, since ``g = π a`` is never clipped: the test is
 ``|π| fl(||a||) ≤ C (1 − (2d + 64) ε)``, which covers the norm's rounding, and a clipped row's
@@ -51,7 +52,7 @@ import numpy as np
 from cvxdp.extension.certificates import upper_margin
 from cvxdp.geometry import Domain
 from cvxdp.links import Link, PiecewiseLinearLink
-from cvxdp.numerics import EPS, argument_rounding, rounding_margin
+from cvxdp.numerics import EPS, argument_rounding, rounding_margin, row_dot, row_norm
 
 
 def least_slope(link: Link, u: np.ndarray) -> np.ndarray:
@@ -87,7 +88,7 @@ def tight_rows(w: np.ndarray, a: np.ndarray, b: np.ndarray, link: Link, C: float
     shared = w.ndim == 1
     with np.errstate(invalid="ignore", over="ignore"):
         # row by row: BLAS matrix-vector products round differently with the batch's shape
-        u = (np.einsum("md,d->m", a, w) if shared else np.einsum("md,md->m", a, w)) + b
+        u = row_dot(a, w) + b
         pi = least_slope(link, u)
         steep = np.abs(pi) * a_norm
     mask = np.isfinite(u) & np.isfinite(pi) & (steep <= C * (1.0 - (2.0 * d + 64.0) * EPS))
@@ -193,8 +194,8 @@ def closed_form_rows(w: np.ndarray, a: np.ndarray, b: np.ndarray, link: Link, C:
     w = np.asarray(w, dtype=float)
     shared = w.ndim == 1
     tight = tight_rows(w, a, b, link, C, region, a_norm, candidates)
-    w_norm_all = (np.linalg.norm(w[None, :], axis=1) if shared  # as the oracle computes it, row by row
-                  else np.linalg.norm(w, axis=1))
+    w_norm_all = (row_norm(w[None, :]) if shared  # as the oracle computes it, row by row
+                  else row_norm(w))
     # on every row (elementwise, so a row's bits are its own), then kept where tight: cheaper than
     # copying the link's rows out when most rows are tight, as they are for a C near the data's scale
     reach = region.norm_bound()
@@ -247,9 +248,9 @@ def _clipped_bounds(w: np.ndarray, y: np.ndarray, a: np.ndarray, b: np.ndarray, 
     """Certified ``(upper, lower, β)`` of clipped rows: the upper bound at the float foot point
     ``y ∈ U``, the lower bound and intercept from the pair ``(π a, π)`` at ``w``."""
     with np.errstate(invalid="ignore", over="ignore"):
-        u_y = np.einsum("md,md->m", a, y) + b
-        y_norm = np.linalg.norm(y, axis=1)
-        dist = np.linalg.norm(w - y, axis=1)
+        u_y = row_dot(a, y) + b
+        y_norm = row_norm(y)
+        dist = row_norm(w - y)
         du_y = argument_rounding(d, a_norm, y_norm, b)
         fval = link.value(u_y)
         upper = fval + C * dist

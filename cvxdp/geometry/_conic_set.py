@@ -12,7 +12,8 @@ import scipy.sparse as sp
 from cvxdp.conic.cones import ConeRows, project_dual
 from cvxdp.conic.program import ConicSettings, ProgramBuilder, replicate_rows, solve
 from cvxdp.error import DomainError, EmptyDomainError, SolverError, UnboundedDomainError
-from cvxdp.geometry.domain import Domain, as_points
+from cvxdp.geometry.domain import Domain, as_points, ball_support
+from cvxdp.numerics import row_combine, row_dot
 
 _SETTINGS = ConicSettings(tol=1e-11, max_iter=300)
 
@@ -78,7 +79,7 @@ def batched_support(rows: ConeRows, directions: np.ndarray, require_solved: bool
     z = sol.z[(starts[:, None] + np.arange(k)[None, :])]
     z = project_dual(z, rows.cones)
     y = sol.x[y_cols]
-    return np.einsum("nd,nd->n", dirs, y), z, y
+    return row_dot(dirs, y), z, y
 
 
 def dual_support_bound(rows: ConeRows, directions: np.ndarray, z: np.ndarray,
@@ -89,11 +90,12 @@ def dual_support_bound(rows: ConeRows, directions: np.ndarray, z: np.ndarray,
     otherwise we return the bounding ball's support ``σ_B(v)``.
     """
     v = np.atleast_2d(np.asarray(directions, float))
-    if rows.n_aux and np.any(np.abs(z @ rows.A_aux) > 0):
-        return v @ ball_center + ball_radius * np.linalg.norm(v, axis=-1)
-    r = v - z @ rows.A_y
-    bound = z @ rows.b + r @ ball_center + ball_radius * np.linalg.norm(r, axis=-1)
-    plain = v @ ball_center + ball_radius * np.linalg.norm(v, axis=-1)
+    # row by row (cvxdp.numerics), not BLAS: each direction's bound from its own row
+    plain = ball_support(v, ball_center, ball_radius)
+    if rows.n_aux and np.any(np.abs(row_combine(z, rows.A_aux)) > 0):
+        return plain
+    r = v - row_combine(z, rows.A_y)
+    bound = row_dot(z, rows.b) + ball_support(r, ball_center, ball_radius)
     return np.minimum(bound, plain)
 
 

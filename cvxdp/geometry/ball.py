@@ -8,6 +8,7 @@ import numpy as np
 from cvxdp._validation import finite_array, positive_finite
 from cvxdp.conic.cones import Cone, ConeRows
 from cvxdp.geometry.domain import EPS, Domain, as_points, ball_support
+from cvxdp.numerics import row_norm
 
 
 class Ball(Domain):
@@ -25,26 +26,26 @@ class Ball(Domain):
 
     def contains(self, points: np.ndarray, tol: float = 0.0) -> np.ndarray:
         p = as_points(points, self.dim)
-        return np.linalg.norm(p - self.center, axis=-1) <= self.radius + tol
+        return row_norm(p - self.center) <= self.radius + tol
 
     def certainly_contains(self, points: np.ndarray) -> np.ndarray:
         """``fl(||y − c||) ≤ r − (d + 8) ε (||y|| + ||c|| + r)`` implies ``||y − c|| ≤ r`` exactly."""
         p = as_points(points, self.dim)
-        scale = np.linalg.norm(p, axis=-1) + np.linalg.norm(self.center) + self.radius
+        scale = row_norm(p) + np.linalg.norm(self.center) + self.radius
         slack = (self.dim + 8.0) * EPS * scale
-        return np.linalg.norm(p - self.center, axis=-1) <= self.radius - slack
+        return row_norm(p - self.center) <= self.radius - slack
 
     def project(self, points: np.ndarray) -> np.ndarray:
         p = as_points(points, self.dim)
         diff = p - self.center
-        nrm = np.linalg.norm(diff, axis=-1, keepdims=True)
+        nrm = row_norm(diff)[..., None]
         scale = np.where(nrm > self.radius, self.radius / np.maximum(nrm, 1e-300), 1.0)
         return self.center + diff * scale
 
     def make_feasible(self, points: np.ndarray) -> np.ndarray:
         p = self.project(points)
         diff = p - self.center
-        nrm = np.linalg.norm(diff, axis=-1, keepdims=True)
+        nrm = row_norm(diff)[..., None]
         # shrink by a few ulps where rounding left the point a hair outside
         scale = np.where(nrm > self.radius, (self.radius / np.maximum(nrm, 1e-300)) * (1 - 8 * EPS),
                          1.0)

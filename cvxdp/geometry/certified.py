@@ -25,7 +25,7 @@ from cvxdp.geometry.lens import Lens
 from cvxdp.geometry.localized import LocalizedDomain
 from cvxdp.geometry.polytope import Polytope
 from cvxdp.geometry.simplex import Simplex
-from cvxdp.numerics import EPS
+from cvxdp.numerics import EPS, row_dot, row_norm
 
 
 def support_rounding(region: Domain, d: int, v_scale: np.ndarray) -> np.ndarray:
@@ -85,14 +85,14 @@ def row_support_bound(domain: Domain, v: np.ndarray) -> tuple[np.ndarray, np.nda
     rounding of ``v`` (relative ``ε``) and of the formula, ``(d + 64) ε (||c|| + r) ||v||``.
     """
     d = v.shape[-1]
-    vn = np.linalg.norm(v, axis=-1)
+    vn = row_norm(v)
     if has_exact_support(domain):
         with np.errstate(invalid="ignore", over="ignore"):
             return domain.support_upper(v), support_rounding(domain, d, 2.0 * vn)
     c, r = domain.bounding_ball()
     reach = float(np.linalg.norm(c)) + float(r)
     with np.errstate(invalid="ignore", over="ignore"):
-        s = np.einsum("...d,d->...", v, np.asarray(c, float)) + r * vn
+        s = row_dot(v, np.asarray(c, float)) + r * vn
         return s, (d + 64.0) * EPS * reach * 2.0 * vn
 
 
@@ -106,8 +106,8 @@ def per_row_support_upper_both(region: Domain, v: np.ndarray) -> tuple[np.ndarra
     """
     if type(region) is Ball:
         with np.errstate(invalid="ignore", over="ignore"):
-            inner = np.einsum("...d,d->...", v, np.asarray(region.center, float))
-            spread = region.radius * np.linalg.norm(v, axis=-1)
+            inner = row_dot(v, np.asarray(region.center, float))
+            spread = region.radius * row_norm(v)
             return inner + spread, -inner + spread
     return per_row_support_upper(region, v), per_row_support_upper(region, -v)
 
@@ -117,7 +117,7 @@ def row_support_bound_both(domain: Domain, v: np.ndarray) -> tuple[tuple[np.ndar
     """``(row_support_bound(domain, v), row_support_bound(domain, −v))``, the same bits, sharing a
     ball's terms (:func:`per_row_support_upper_both`)."""
     if type(domain) is Ball:
-        vn = np.linalg.norm(v, axis=-1)
+        vn = row_norm(v)
         with np.errstate(invalid="ignore", over="ignore"):
             top, bottom = per_row_support_upper_both(domain, v)
             error = support_rounding(domain, v.shape[-1], 2.0 * vn)

@@ -22,6 +22,7 @@ import cvxpy as cp
 import numpy as np
 
 from cvxdp.conic.cones import ConeRows
+from cvxdp.numerics import row_dot, row_norm
 
 EPS = float(np.finfo(float).eps)
 
@@ -158,16 +159,16 @@ class Domain(abc.ABC):
 
 
 def ball_support(v: np.ndarray, center: np.ndarray, radius: float) -> np.ndarray:
-    """``σ_{B(c, r)}(v) = <c, v> + r||v||`` for each row of ``v``, each from that row alone: an ``einsum``
-    loop, not a BLAS product, whose rounding of a row can depend on its position and the matrix's size
-    (measured for ``d ≥ 8`` under one BLAS thread, review of 2026-12-02) — a per-example quantity's bits
-    must not depend on the batch it is evaluated in."""
-    return np.einsum("...d,d->...", v, np.asarray(center, float)) + radius * np.linalg.norm(v, axis=-1)
+    """``σ_{B(c, r)}(v) = <c, v> + r||v||`` for each row of ``v``, each from that row alone
+    (:func:`cvxdp.numerics.row_dot`; a BLAS product rounds a row by its position and the matrix's
+    size) — a per-example quantity's bits must not depend on the batch it is evaluated in."""
+    return row_dot(v, np.asarray(center, float)) + radius * row_norm(v)
 
 
 def as_points(points: np.ndarray, dim: int) -> np.ndarray:
-    """``points`` as a float array whose last axis has length ``dim``."""
-    arr = np.asarray(points, dtype=float)
+    """``points`` as a C-ordered float array whose last axis has length ``dim`` (C order: numpy
+    reduces a Fortran-ordered row in another order, see :func:`cvxdp.numerics.row_dot`)."""
+    arr = np.ascontiguousarray(points, dtype=float)
     if arr.shape[-1] != dim:
         raise ValueError(f"points must have last dimension {dim}, got shape {arr.shape}")
     return arr

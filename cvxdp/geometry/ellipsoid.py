@@ -9,6 +9,7 @@ from cvxdp._validation import finite_array
 from cvxdp.conic.cones import Cone, ConeRows
 from cvxdp.error import DomainError, UnboundedDomainError
 from cvxdp.geometry.domain import EPS, Domain, as_points
+from cvxdp.numerics import row_combine, row_dot, row_norm
 
 
 class Ellipsoid(Domain):
@@ -36,7 +37,7 @@ class Ellipsoid(Domain):
         self.center, self.Q, self._q, self._V = c, Q, q, V
 
     def contains(self, points: np.ndarray, tol: float = 0.0) -> np.ndarray:
-        z = (as_points(points, self.dim) - self.center) @ self._V
+        z = row_combine(as_points(points, self.dim) - self.center, self._V)  # row by row, not BLAS
         return np.sqrt(np.sum(self._q * z * z, axis=-1)) <= 1.0 + tol
 
     @property
@@ -51,13 +52,13 @@ class Ellipsoid(Domain):
         (the dot products plus the subtraction's relative error in each ``δ_j``).
         """
         delta = as_points(points, self.dim) - self.center
-        form = np.einsum("...i,ij,...j->...", delta, self.Q, delta)
-        bound = np.einsum("...i,ij,...j->...", np.abs(delta), np.abs(self.Q), np.abs(delta))
+        form = row_dot(delta, row_combine(delta, self.Q))  # row by row (cvxdp.numerics.row_dot)
+        bound = row_dot(np.abs(delta), row_combine(np.abs(delta), np.abs(self.Q)))
         return form + (self.dim + 8.0) * EPS * bound <= 1.0 - 4.0 * EPS
 
     def project(self, points: np.ndarray) -> np.ndarray:
         p = as_points(points, self.dim)
-        z = (p - self.center) @ self._V
+        z = row_combine(p - self.center, self._V)
         q = self._q
         val = np.sum(q * z * z, axis=-1)
         mu = np.zeros(val.shape)
@@ -65,25 +66,27 @@ class Ellipsoid(Domain):
         if np.any(out_mask):
             zz = z[out_mask]
             m = np.zeros(zz.shape[0])
+            # each point stops at its own convergence (not when the whole batch has converged), so its
+            # projection depends on that point alone
+            active = np.ones(zz.shape[0], dtype=bool)
             for _ in range(200):
                 den = 1.0 + m[:, None] * q
                 h = np.sum(q * zz * zz / den**2, axis=-1) - 1.0
                 dh = -2.0 * np.sum(q * q * zz * zz / den**3, axis=-1)
-                step = h / dh
-                m_new = m - step
-                if np.all(np.abs(m_new - m) <= 1e-15 * np.maximum(1.0, m_new)):
-                    m = m_new
-                    break
+                m_new = np.where(active, m - h / dh, m)
+                active &= ~(np.abs(m_new - m) <= 1e-15 * np.maximum(1.0, m_new))
                 m = m_new
+                if not np.any(active):
+                    break
             mu[out_mask] = m
         x = z / (1.0 + mu[..., None] * q)
-        return self.center + x @ self._V.T
+        return self.center + row_combine(x, self._V.T)
 
     def support(self, directions: np.ndarray) -> np.ndarray:
         v = as_points(directions, self.dim)
-        # einsum, not BLAS: a row's bits must not depend on the batch it is evaluated in
-        w = np.einsum("...d,dk->...k", v, self._V) / np.sqrt(self._q)
-        return np.einsum("...d,d->...", v, self.center) + np.linalg.norm(w, axis=-1)
+        # row by row, not BLAS: a row's bits must not depend on the batch it is evaluated in
+        w = row_combine(v, self._V) / np.sqrt(self._q)
+        return row_dot(v, self.center) + row_norm(w)
 
     def support_upper(self, directions: np.ndarray) -> np.ndarray:
         """:meth:`support` plus its error bound: a guaranteed upper bound on ``σ(v)``.
@@ -95,7 +98,7 @@ class Ellipsoid(Domain):
         v = as_points(directions, self.dim)
         radius = 1.0 / float(np.sqrt(self._q.min()))
         scale = (self.condition_number + 1.0) * radius + float(np.linalg.norm(self.center))
-        margin = (self.dim + 64.0) * EPS * scale * np.linalg.norm(v, axis=-1)
+        margin = (self.dim + 64.0) * EPS * scale * row_norm(v)
         return self.support(v) + margin
 
     @property

@@ -26,6 +26,7 @@ from cvxdp.conic.cones import ConeRows
 from cvxdp.error import EmptyDomainError
 from cvxdp.geometry.ball import Ball
 from cvxdp.geometry.domain import EPS, Domain, as_points
+from cvxdp.numerics import row_dot, row_norm
 
 
 def intersect_balls(first: Ball, second: Ball) -> Domain:
@@ -88,11 +89,11 @@ class Lens(Domain):
         return self.first.certainly_contains(points) & self.second.certainly_contains(points)
 
     def _perp(self, x: np.ndarray) -> np.ndarray:
-        return x - np.einsum("...d,d->...", x, self._e)[..., None] * self._e  # row-local, as below
+        return x - row_dot(x, self._e)[..., None] * self._e  # row-local, as below
 
     def _sphere_point(self, y: np.ndarray) -> np.ndarray:
         yp = self._perp(y - self._h)
-        n = np.linalg.norm(yp, axis=-1, keepdims=True)
+        n = row_norm(yp)[..., None]
         # any unit vector orthogonal to e works when y lies on the axis
         fallback = self._perp(np.eye(self.dim)[np.argmin(np.abs(self._e))])
         nf = np.linalg.norm(fallback)
@@ -111,13 +112,13 @@ class Lens(Domain):
 
     def support(self, directions: np.ndarray) -> np.ndarray:
         v = as_points(directions, self.dim)
-        n = np.linalg.norm(v, axis=-1, keepdims=True)
+        n = row_norm(v)[..., None]
         unit = v / np.where(n > 0, n, 1.0)
         x1 = self.first.center + self.first.radius * unit
         x2 = self.second.center + self.second.radius * unit
         s1 = self.first.support(v)
         s2 = self.second.support(v)
-        s_sphere = np.einsum("...d,d->...", v, self._h) + self._rho * np.linalg.norm(self._perp(v), axis=-1)
+        s_sphere = row_dot(v, self._h) + self._rho * row_norm(self._perp(v))
         ok1 = self.second.contains(x1)
         ok2 = self.first.contains(x2)
         val = np.where(ok1, s1, np.where(ok2, s2, s_sphere))

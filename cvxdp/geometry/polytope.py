@@ -16,6 +16,7 @@ from cvxdp.geometry._conic_set import (
     dual_support_bound,
 )
 from cvxdp.geometry.domain import EPS, as_points
+from cvxdp.numerics import row_combine, row_dot
 
 
 class Polytope(ConicDomain):
@@ -68,17 +69,18 @@ class Polytope(ConicDomain):
         p = as_points(points, self.dim)
         if self.A_eq.shape[0]:
             flat = p.reshape(-1, self.dim)
-            resid = flat @ self.A_eq.T - self.b_eq
+            resid = row_combine(flat, self.A_eq.T) - self.b_eq
             corr = np.linalg.lstsq(self.A_eq, resid.T, rcond=None)[0].T
             p = (flat - corr).reshape(p.shape)
         return super().make_feasible(p)
 
     def contains(self, points: np.ndarray, tol: float = 0.0) -> np.ndarray:
         p = as_points(points, self.dim)
-        ok = np.all(p @ self.A.T <= self.b + tol, axis=-1)
+        # row by row, not BLAS: a point's answer must not depend on the batch (cvxdp.numerics.row_dot)
+        ok = np.all(row_combine(p, self.A.T) <= self.b + tol, axis=-1)
         if self.A_eq.shape[0]:
-            ok &= np.all(np.abs(p @ self.A_eq.T - self.b_eq) <= max(tol, self.feasibility_tolerance()),
-                         axis=-1)
+            gap = np.abs(row_combine(p, self.A_eq.T) - self.b_eq)
+            ok &= np.all(gap <= max(tol, self.feasibility_tolerance()), axis=-1)
         return ok
 
     def certainly_contains(self, points: np.ndarray) -> np.ndarray | None:
@@ -86,8 +88,8 @@ class Polytope(ConicDomain):
         if self.A_eq.shape[0]:
             return None
         p = as_points(points, self.dim)
-        slack = (self.dim + 2.0) * EPS * (np.abs(p) @ np.abs(self.A).T + np.abs(self.b))
-        return np.all(p @ self.A.T <= self.b - slack, axis=-1)
+        slack = (self.dim + 2.0) * EPS * (row_combine(np.abs(p), np.abs(self.A).T) + np.abs(self.b))
+        return np.all(row_combine(p, self.A.T) <= self.b - slack, axis=-1)
 
     def support_upper(self, directions: np.ndarray) -> np.ndarray:
         v = as_points(directions, self.dim)
@@ -104,8 +106,8 @@ class Polytope(ConicDomain):
     def translate(self, shift: np.ndarray) -> Polytope:
         # type(self): the unbounded polyhedron of an intersection translates as itself
         s = np.asarray(shift, float)
-        return type(self)(self.A, self.b - np.einsum("kd,d->k", self.A, s), self.A_eq,
-                          self.b_eq - np.einsum("kd,d->k", self.A_eq, s))
+        return type(self)(self.A, self.b - row_dot(self.A, s), self.A_eq,
+                          self.b_eq - row_dot(self.A_eq, s))
 
     def cone_rows(self) -> ConeRows:
         cones = []

@@ -57,7 +57,7 @@ from cvxdp.geometry import Domain
 from cvxdp.geometry.certified import row_support_bound, row_support_bound_both
 from cvxdp.loss import Examples
 from cvxdp.model import Model
-from cvxdp.numerics import rounding_margin
+from cvxdp.numerics import rounding_margin, row_dot, row_norm
 from cvxdp.privacy.ledger import PrivacyLedger
 from cvxdp.privacy.mechanisms import DiscreteLaplaceCounts
 from cvxdp.privacy.random import NoiseSource
@@ -97,7 +97,7 @@ def lipschitz_constants(model: Model, examples: Examples) -> np.ndarray:
     out = None
     if glm is not None:
         a, b, link = glm
-        a_norm = np.linalg.norm(a, axis=1)
+        a_norm = row_norm(a)
         (s_hi, e_hi), (s_lo, e_lo) = row_support_bound_both(W, a)
         with np.errstate(invalid="ignore", over="ignore"):
             hi = b + s_hi
@@ -128,7 +128,7 @@ def _active_piece_bound(domain: Domain, A: np.ndarray, b: np.ndarray, candidates
     at positions fixed by public sizes.
     """
     m, M, d = A.shape
-    norms = np.linalg.norm(A, axis=2)
+    norms = row_norm(A)
     if M == 1:
         return norms[:, 0]
     K = min(M, candidates)
@@ -140,7 +140,7 @@ def _active_piece_bound(domain: Domain, A: np.ndarray, b: np.ndarray, candidates
         Ac, bc = A[sl], b[sl]
         with np.errstate(invalid="ignore", over="ignore"):
             if K < M:  # the likeliest dominators: the largest pieces at the centre (NaN sorts last)
-                top = np.argsort(-(np.einsum("mjd,d->mj", Ac, center) + bc), axis=1, kind="stable")[:, :K]
+                top = np.argsort(-(row_dot(Ac, center) + bc), axis=1, kind="stable")[:, :K]
                 Ak, bk = np.take_along_axis(Ac, top[:, :, None], axis=1), np.take_along_axis(bc, top, axis=1)
             else:
                 Ak, bk = Ac, bc

@@ -186,7 +186,9 @@ class Loss:
             checked[p] = np.ascontiguousarray(arr)
         if m is None or m == 0:
             raise DataError("the data set is empty; at least one example is needed.")
-        return Examples(loss=self, arrays=checked, m=int(m))
+        examples = Examples(loss=self, arrays=checked, m=int(m))
+        _require_finite_affine_data(examples)
+        return examples
 
     def values(self, points: np.ndarray, examples: Examples) -> np.ndarray:
         """``f(y_i, z_i)`` for each example (``points`` is ``(m, d)`` or ``(d,)``)."""
@@ -203,6 +205,36 @@ class Loss:
 
     def __repr__(self) -> str:
         return f"Loss({self.expr}, structure={self.structure.kind}, d={self.dim})"
+
+
+def _require_finite_affine_data(examples: Examples) -> None:
+    """Precondition of the data domain: every example's loss has finite affine data.
+
+    A loss that multiplies data placeholders (``|s t (y − <x, w>)|``) can overflow float64 on one record
+    even though each of its values is finite and at most ``1e100``: its coefficients in ``w`` (or a
+    piece's slope ``κ_j ||a||``) are then infinite, no certificate can be built for that record, and a
+    fit would refuse *later*, after the tail histogram's release, on the strength of one record.  So the
+    data domain of such a loss excludes those records, decided here, at binding — before any release —
+    for each example from its own numbers (its generalized-linear form and, where kept, its pieces).  A
+    :class:`~cvxdp.error.DataError` like the one for a NaN; the message carries no data-derived number.
+    Generic (conic-template) losses are not checked here (their data go through the conic path).
+    """
+    st = examples.loss.structure
+    if not isinstance(st, PiecewiseLinearStructure | SmoothGLMStructure):
+        return
+    glm = examples.glm()
+    with np.errstate(invalid="ignore"):
+        finite = np.isfinite(glm.a).all(axis=1) & np.isfinite(glm.b)
+        if isinstance(glm.link, PiecewiseLinearLink):
+            link = glm.link
+            finite &= np.isfinite(link.slopes).all(axis=-1) & np.isfinite(link.intercepts).all(axis=-1)
+        if "pieces" in examples._cache:
+            A, b = examples._cache["pieces"]
+            finite &= np.isfinite(A).all(axis=(1, 2)) & np.isfinite(b).all(axis=1)
+    if not bool(np.all(finite)):
+        raise DataError("the loss's coefficients or levels in the model variable overflow float64 for some "
+                        "example (a product of data values beyond 1.8e308); such records are outside the "
+                        "data domain of this loss: rescale the data placeholders or the loss's constants.")
 
 
 def _check_attributes(name: str, p: cp.Parameter, arr: np.ndarray) -> None:

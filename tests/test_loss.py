@@ -12,6 +12,7 @@ import cvxdp
 from cvxdp.error import DataError, ModelError, NonConvexLossError
 from cvxdp.evaluation import UnsupportedAtom, evaluate, evaluate_per_example
 from cvxdp.links import HuberLink, LogisticLink, PiecewiseLinearLink, SquareLink
+from cvxdp.loss import Examples
 
 
 def _xy(d=3):
@@ -390,10 +391,13 @@ def test_a_shared_argument_gives_the_form_of_the_pieces(make):
                                loss.values(P, ex), rtol=1e-13, atol=1e-300)
 
 
-def test_a_shared_argument_row_that_overflows_takes_the_general_path_alone():
-    """``|s r t (y − <x, w>)|`` with ``s r t x = 10⁴⁰⁰``: that row's coefficients overflow, so it is not
-    generalized linear and keeps (non-finite) pieces for the general path, which fails closed on it; every
-    other row's form has the bits it has without that row."""
+def test_a_record_whose_coefficients_overflow_is_outside_the_data_domain():
+    """``|s r t (y − <x, w>)|`` with ``s r t x = 10⁴⁰⁰``: each value is finite and at most ``10¹⁰⁰``, but the
+    record's coefficients overflow, so no certificate can exist for it.  Binding refuses it — a
+    precondition of the data domain decided from that record alone, before any release, with a message
+    that carries no data-derived number — instead of a fit refusing later (after the tail histogram) on
+    the strength of one record.  Without that record the rest binds, and each row's form has the bits
+    it has in any batch."""
     w = cp.Variable(2)
     x, y = cp.Parameter(2, name="x"), cp.Parameter(name="y")
     s, r, t = cp.Parameter(name="s"), cp.Parameter(name="r"), cp.Parameter(name="t")
@@ -402,15 +406,17 @@ def test_a_shared_argument_row_that_overflows_takes_the_general_path_alone():
     data = {"x": np.array([[1.0, 2.0], [1e100, -1.0], [0.5, 0.25]]), "y": np.array([1.0, 2.0, -3.0]),
             "s": np.array([1.0, 1e100, 2.0]), "r": np.array([1.0, 1e100, 1.0]),
             "t": np.array([1.0, 1e100, 1.0])}
-    ex = loss.bind(data)
-    form = ex.glm()
-    assert np.array_equal(form.is_glm, [True, False, True])
-    A, _ = ex.pieces()
-    assert not np.all(np.isfinite(A[1]))
-    alone = loss.bind({k: v[[0, 2]] for k, v in data.items()}).glm()
-    for u, v in [(form.a[[0, 2]], alone.a), (form.link.slopes[[0, 2]], alone.link.slopes),
-                 (form.link.intercepts[[0, 2]], alone.link.intercepts)]:
-        assert u.tobytes() == v.tobytes()
+    with pytest.raises(DataError, match="outside the data domain") as caught:
+        loss.bind(data)
+    assert "1e+100" not in str(caught.value) and "400" not in str(caught.value)
+    for rows in ([1], [0, 1], [1, 2]):  # any data set holding the record, whatever else it holds
+        with pytest.raises(DataError, match="outside the data domain"):
+            loss.bind({k: v[rows] for k, v in data.items()})
+    rest = loss.bind({k: v[[0, 2]] for k, v in data.items()}).glm()
+    for i, row in enumerate([0, 2]):
+        alone = loss.bind({k: v[[row]] for k, v in data.items()}).glm()
+        assert rest.a[i].tobytes() == alone.a[0].tobytes()
+        assert rest.link.slopes[i].tobytes() == alone.link.slopes[0].tobytes()
 
 
 def test_pieces_that_share_no_argument_keep_the_parallel_test():
@@ -493,8 +499,9 @@ def test_forms_of_long_rows_have_the_same_bits_alone_and_in_a_batch():
 
 def test_a_shared_argument_row_whose_slope_overflows_is_not_generalized_linear():
     """``|10¹⁰ (y − s t <x, w>)|`` with ``s t x = 10³⁰⁰``: the coefficient is finite, its slope ``10¹⁰ ·
-    10³⁰⁰`` is not — the row must fail the gate (and take the general path), not carry an infinite
-    slope (found by review)."""
+    10³⁰⁰`` is not — the row must fail the gate, not carry an infinite slope (found by review).  Binding
+    refuses such a record (outside the data domain); the gate itself is checked on examples built
+    without that precondition."""
     w = cp.Variable(2)
     x, y = cp.Parameter(2, name="x"), cp.Parameter(name="y")
     s, t = cp.Parameter(name="s"), cp.Parameter(name="t")
@@ -502,5 +509,8 @@ def test_a_shared_argument_row_whose_slope_overflows_is_not_generalized_linear()
     assert loss.structure.shared is not None
     data = {"x": np.array([[1.0, 2.0], [1e100, 0.0]]), "y": np.array([1.0, 2.0]),
             "s": np.array([1.0, 1e100]), "t": np.array([1.0, 1e100])}
-    form = loss.bind(data).glm()
+    with pytest.raises(DataError, match="outside the data domain"):
+        loss.bind(data)
+    arrays = {p: np.ascontiguousarray(data[name], dtype=float) for name, p in loss.placeholders.items()}
+    form = Examples(loss=loss, arrays=arrays, m=2).glm()
     assert np.array_equal(form.is_glm, [True, False])

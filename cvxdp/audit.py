@@ -1081,6 +1081,15 @@ def _corner_pair() -> tuple[dict, dict]:
     return {"x": X, "y": y0}, {"x": X.copy(), "y": y}
 
 
+def _subnormal_feature_pair() -> tuple[dict, dict]:
+    """Hinge data in ``d = 2`` (labels ``±1``); the last example's features are the subnormal
+    ``(10⁻³¹⁰, 0)`` in ``data_0``, an ordinary row in ``data_1`` (a quotient of its tiny coefficients
+    overflowed and warned, found by review)."""
+    d0, d1 = _hinge_feature_pair()
+    d0["x"][-1] = [1e-310, 0.0]
+    return d0, d1
+
+
 def _lad_two_faces_model() -> Model:
     from cvxdp import losses
 
@@ -1419,6 +1428,14 @@ def _register() -> dict[str, Scenario]:
         _huber_label_pair, objective_perturbation_fit(_huber_ball_model, epsilon=1.0, feature_bound=2.0,
                                                       regularization=0.1),
         full_runs=5000, quick_runs=150, coupled_runs=1))
+    # a record that stresses the per-row arithmetic: a subnormal feature (a row at d > 8192 cannot be a
+    # scenario here -- the fits need n ≥ 2d rows; tests/test_per_example.py checks that width instead)
+    out.append(Scenario(
+        "hinge-subnormal-feature/output-perturbation",
+        "hinge on a ball, n=40, one feature row (1e-310, 0) vs an ordinary one",
+        _subnormal_feature_pair, solve_fit(_hinge_ball2_model, algorithm="output-perturbation", epsilon=1.0,
+                                           moment_k=4.0, G_k=3.0),
+        full_runs=2000, quick_runs=100, same_tail=False))
     return {sc.name: sc for sc in out}
 
 

@@ -306,6 +306,19 @@ def test_the_moment_estimate_survives_a_large_k():
     assert low.moment(1000.0) == pytest.approx(low.upper_values()[20], rel=1e-12)
 
 
+@pytest.mark.parametrize("algorithm", ["output-perturbation", "recursive", "population"])
+def test_a_subnormal_moment_bound_is_refused_like_an_overflowing_one(algorithm):
+    """``G_k = 5e-324``: the schedule search divided by zero (a ``ZeroDivisionError`` from deep in the
+    planner); now the plan's own refusal, before anything is charged."""
+    from cvxdp.plan.inputs import PublicInputs
+    from cvxdp.plan.planner import Planner
+
+    inputs = PublicInputs.from_options(d=2, D=4.0, structured=True, epsilon=1.0, moment_k=4.0, G_k=5e-324,
+                                       tail_share=0.0, n=3000, algorithm=algorithm)
+    with pytest.raises(ParameterError, match="finite positive"), np.errstate(all="ignore"):
+        Planner(inputs).plan()
+
+
 def test_a_plan_with_a_non_finite_constant_is_refused_before_the_fit_is_charged():
     from cvxdp.plan.inputs import PublicInputs
     from cvxdp.plan.planner import Planner

@@ -273,10 +273,13 @@ class Planner:
         lam = None
         if inp.clip_rule:
             profile, lam = self._clip_rule(profile, eps_fit, G_2, tail)
-        if inp.algorithm == "population":
-            schedule, batches = self._population(profile, eps_fit, G_k, G_2)
-        else:
-            schedule, batches = None, (self._single(profile, eps_fit, G_k, G_2, lam),)
+        try:  # a moment bound at the ends of the float range (a subnormal G_k) can divide by zero
+            if inp.algorithm == "population":
+                schedule, batches = self._population(profile, eps_fit, G_k, G_2)
+            else:
+                schedule, batches = None, (self._single(profile, eps_fit, G_k, G_2, lam),)
+        except (ZeroDivisionError, OverflowError) as exc:
+            raise ParameterError(_NOT_FINITE) from exc
         _require_finite(batches)
         return ReleasePlan(inputs=inp, tail=tail_plan, epsilon_fit=eps_fit, G_k=float(G_k), G_2=float(G_2),
                            schedule=schedule, batches=batches, provisional=provisional,
@@ -355,6 +358,11 @@ def schedule_beta(delta: float, groups: int) -> float:
     return delta / (4.0 * groups * 10.0)
 
 
+_NOT_FINITE = ("the plan has a constant that is not a finite positive number (the moment bound or the "
+               "schedule overflowed or underflowed); nothing of the fit was charged or released. Pass a "
+               "moment bound of a moderate scale (rescale the loss), a smaller moment_k or a public G_k.")
+
+
 def _require_finite(batches: tuple[BatchPlan, ...]) -> None:
     """Fail closed before any charge of the fit: every constant of every round finite and positive.
 
@@ -364,10 +372,7 @@ def _require_finite(batches: tuple[BatchPlan, ...]) -> None:
         for r in b.rounds:
             values = (r.C, r.alpha, r.sensitivity, r.noise_scale, r.radius_plus, r.epsilon, r.lam)
             if not all(math.isfinite(v) and v > 0 for v in values):
-                raise ParameterError(
-                    "the plan has a constant that is not a finite positive number (the moment bound or "
-                    "the schedule overflowed); nothing of the fit was charged or released. Pass a smaller "
-                    "moment_k or a public G_k.")
+                raise ParameterError(_NOT_FINITE)
 
 
 def _split_sizes(total: int, parts: int) -> list[int]:

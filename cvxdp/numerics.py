@@ -204,6 +204,13 @@ def row_dot(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.einsum("...j,...j->...", x, y)
     if len(shape) == 1:
         return np.sum(np.multiply(x, y, order="C"))
+    if math.prod(shape) == 0:
+        return np.zeros(shape[:-1])
+    if len(shape) > 2 and shape[0] == 1:  # block along the next axis instead (bounds the temporary)
+        def drop(arr: np.ndarray) -> np.ndarray:
+            return arr[0] if arr.ndim == len(shape) else arr
+
+        return row_dot(drop(x), drop(y))[None]
     rows = max(1, _PRODUCT_BLOCK // math.prod(shape[1:]))
     if shape[0] <= rows:
         return np.sum(np.multiply(x, y, order="C"), axis=-1)

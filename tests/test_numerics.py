@@ -178,3 +178,16 @@ def test_row_dot_blocks_long_rows_without_changing_their_bits(monkeypatch):
     assert np.array_equal(row_dot(x, y), whole)
     assert np.array_equal(row_dot(x[:, None, :], np.stack([y, x], axis=1)),
                           np.stack([whole, row_dot(x, x)], axis=1))
+
+
+def test_row_dot_handles_empty_and_single_leading_axes_past_the_buffer(monkeypatch):
+    """Zero-size middle axes give empty results (not a division by zero, found by review), and a
+    leading axis of 1 is blocked along the next one — the same bits as row by row."""
+    assert row_dot(np.ones((5, 0, 9000)), np.ones(9000)).shape == (5, 0)
+    assert row_combine(np.ones((2, 9000)), np.ones((9000, 0))).shape == (2, 0)
+    rng = np.random.default_rng(4)
+    x, y = _wide_rows(rng, 6, 9000)
+    monkeypatch.setattr(numerics, "_PRODUCT_BLOCK", 20_000)
+    got = row_dot(x[None], y)
+    assert got.shape == (1, 6)
+    assert np.array_equal(got[0], np.array([row_dot(x[i], y[i]) for i in range(6)]))

@@ -496,7 +496,7 @@ def _wide_setup(family: str):
     return model, {"x": X, "y": y}, query, {"ball": model.domain, "lens": lens}
 
 
-@pytest.mark.parametrize("family", ["hinge", "absolute"])
+@pytest.mark.parametrize("family", ["hinge"])  # absolute: its steep record takes the exact path (45 s)
 def test_one_record_moves_no_other_examples_quantities_beyond_einsums_buffer(family):
     """At ``d = 10⁴`` a bare ``np.einsum`` rounds a row by the batch around it, and the ball/lens oracle
     forms batches that depend on the data (the rows its closed form leaves to the search): records that

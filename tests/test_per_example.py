@@ -572,7 +572,7 @@ def test_a_row_gets_the_same_bits_alone_and_in_any_batch_beyond_einsums_buffer(s
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         whole = quantities(np.arange(m))
-        for i in range(m):
+        for i in (0, 4, 7, 11):  # a few rows (each check runs the oracle twice): the suite's time
             for rows in ([i], [i, (i + 5) % m]):
                 part = quantities(rows)
                 for key, v in whole.items():

@@ -232,9 +232,10 @@ def _require_finite_affine_data(examples: Examples) -> None:
             A, b = examples._cache["pieces"]
             finite &= np.isfinite(A).all(axis=(1, 2)) & np.isfinite(b).all(axis=1)
     if not bool(np.all(finite)):
-        raise DataError("the loss's coefficients or levels in the model variable overflow float64 for some "
-                        "example (a product of data values beyond 1.8e308); such records are outside the "
-                        "data domain of this loss: rescale the data placeholders or the loss's constants.")
+        raise DataError("the loss's coefficients or levels in the model variable (or their norms, or the "
+                        "slopes they make) overflow float64 for some example (a product of data values "
+                        "beyond 1.8e308); such records are outside the data domain of this loss: rescale the "
+                        "data placeholders or the loss's constants.")
 
 
 def _check_attributes(name: str, p: cp.Parameter, arr: np.ndarray) -> None:

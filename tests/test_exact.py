@@ -532,3 +532,12 @@ def test_rows_settled_by_their_size_have_brackets_well_inside_the_tolerance(loss
         offsets = ext.level_offsets(ex.subset(pick))
         assert np.all(offsets[2:] == 0)
     assert settled_any > 0
+
+
+def test_precision_bits_of_a_finite_magnitude_whose_ratio_overflows():
+    from cvxdp.extension.exact import precision_bits
+
+    assert precision_bits(1e300, 1e-10) == 8000  # 1e310 overflows: the most bits, not an OverflowError
+    assert precision_bits(1e300, 0.0) == 8000
+    assert precision_bits(1.0, 1.0) == 64
+    assert 64 < precision_bits(1e10, 1e-10) < 8000

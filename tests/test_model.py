@@ -84,3 +84,35 @@ def test_no_model_warns_of_a_label_outlier_refusal_any_more():
         with warnings.catch_warnings():
             warnings.simplefilter("error", cvxdp.PrivacyLeakWarning)
             cvxdp.Model(loss, cons)
+
+
+def test_a_domain_too_large_to_certify_is_refused_before_any_data():
+    """A ball of radius 1e15 let one record of features 1e100 make the fit refuse after its charges
+    (found by review); radius 1e12 released for every canned loss.  The limit is public: the model is
+    refused at construction, before any data, whatever the data."""
+    w = cp.Variable(2)
+    cvxdp.Model(cvxdp.losses.absolute(w), [cp.norm(w, 2) <= 1e12])
+    for constraints in ([cp.norm(w, 2) <= 1e15], [w >= 1e12, w <= 3e12], [cp.norm(w - 1e101, 2) <= 1.0]):
+        with pytest.raises(DomainError, match="too large"):
+            cvxdp.Model(cvxdp.losses.absolute(w), constraints)
+
+
+def test_a_record_with_coefficients_near_the_float_limit_releases():
+    """``|s r t (y − <x, w>)|`` with ``s = r = t = 1e100``: finite coefficients of about 1e300, within the
+    data domain; the exact path's precision from ``1e300 / tolerance`` overflowed ``math.ceil`` (an
+    ``OverflowError`` after the charges, found by review).  Both neighbours release."""
+    rng = np.random.default_rng(0)
+    w = cp.Variable(2)
+    x, y = cp.Parameter(2, name="x"), cp.Parameter(name="y")
+    s, r, t = cp.Parameter(name="s"), cp.Parameter(name="r"), cp.Parameter(name="t")
+    model = cvxdp.Model(cvxdp.Loss(cp.abs(s * r * t * (y - x @ w)), w, data=[x, y, s, r, t]),
+                        [cp.norm(w, 2) <= 1.0])
+    n = 40
+    X = rng.standard_normal((n, 2))
+    data = {"x": X, "y": X @ [0.5, -0.5] + 0.3 * rng.standard_normal(n), "s": np.ones(n), "r": np.ones(n),
+            "t": np.ones(n)}
+    big = {k: v.copy() for k, v in data.items()}
+    big["s"][-1] = big["r"][-1] = big["t"][-1] = 1e100
+    for d in (data, big):
+        res = cvxdp.PrivateProblem(model).solve(d, epsilon=1.0, moment_k=4.0, G_k=3.0, random_state=0)
+        assert np.all(np.isfinite(res.w))

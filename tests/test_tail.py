@@ -319,6 +319,16 @@ def test_a_subnormal_moment_bound_is_refused_like_an_overflowing_one(algorithm):
         Planner(inputs).plan()
 
 
+def test_a_plan_whose_schedule_takes_the_log_of_zero_is_refused():
+    """The paper profile on a domain of radius 1e-300 with G_k = 1e-150 took ``math.log`` of 0 (an uncaught
+    ``ValueError``, found by review): the plan's own refusal now."""
+    w = cp.Variable(2)
+    model = cvxdp.Model(cvxdp.losses.absolute(w), [cp.norm(w, 2) <= 1e-300])
+    with pytest.raises(ParameterError, match="finite positive"), np.errstate(all="ignore"):
+        cvxdp.PrivateProblem(model).plan(n=10**6, epsilon=1.0, moment_k=2.0000001, G_k=1e-150,
+                                         algorithm="population", profile="paper")
+
+
 def test_a_plan_with_a_non_finite_constant_is_refused_before_the_fit_is_charged():
     from cvxdp.plan.inputs import PublicInputs
     from cvxdp.plan.planner import Planner

@@ -123,14 +123,17 @@ def round_down(q: Fraction) -> float:
 def precision_bits(magnitude: float, tolerance: float) -> int:
     """Bits ``p`` of the square roots and of the polishing: ``magnitude·2^{−p} ≤ 2⁻⁶⁴ tolerance``.
 
-    At least 64, at most 8000; a magnitude that is not a finite positive number (overflowed)
-    gets the most.  Only the tightness of a bracket depends on ``p``, never its validity.
+    At least 64, at most 8000; a magnitude that is not a finite positive number (overflowed), or
+    whose ratio to the tolerance overflows (a finite 1e300 over a tolerance below 1e8 raised
+    ``OverflowError`` from ``math.ceil``, found by review), gets the most.  Only the tightness of a
+    bracket depends on ``p``, never its validity.
     """
     if not magnitude > 0:
         return 64
-    if not math.isfinite(magnitude):
+    ratio = magnitude / tolerance if tolerance > 0 else math.inf
+    if not math.isfinite(ratio):
         return 8000
-    return int(min(max(64, 64 + math.ceil(math.log2(magnitude / tolerance))), 8000))
+    return int(min(max(64, 64 + math.ceil(math.log2(ratio))), 8000))
 
 
 # -- the region, exactly -----------------------------------------------------------------------------

@@ -278,7 +278,7 @@ class Planner:
                 schedule, batches = self._population(profile, eps_fit, G_k, G_2)
             else:
                 schedule, batches = None, (self._single(profile, eps_fit, G_k, G_2, lam),)
-        except (ZeroDivisionError, OverflowError) as exc:
+        except (ZeroDivisionError, OverflowError, ValueError) as exc:  # ValueError: math.log of 0
             raise ParameterError(_NOT_FINITE) from exc
         _require_finite(batches)
         return ReleasePlan(inputs=inp, tail=tail_plan, epsilon_fit=eps_fit, G_k=float(G_k), G_2=float(G_2),
@@ -359,8 +359,9 @@ def schedule_beta(delta: float, groups: int) -> float:
 
 
 _NOT_FINITE = ("the plan has a constant that is not a finite positive number (the moment bound or the "
-               "schedule overflowed or underflowed); nothing of the fit was charged or released. Pass a "
-               "moment bound of a moderate scale (rescale the loss), a smaller moment_k or a public G_k.")
+               "schedule overflowed or underflowed); nothing of the fit itself was charged or released (a "
+               "private tail histogram, if one ran, was). Pass a moment bound of a moderate scale (rescale "
+               "the loss), a smaller moment_k or a public G_k.")
 
 
 def _require_finite(batches: tuple[BatchPlan, ...]) -> None:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from cvxdp.error import ParameterError
+from cvxdp.error import CvxdpError, ParameterError
 from cvxdp.plan.auto import clip_rule
 from cvxdp.plan.inputs import PublicInputs
 from cvxdp.plan.profiles import RoundPlan, TightProfile
@@ -278,6 +278,8 @@ class Planner:
                 schedule, batches = self._population(profile, eps_fit, G_k, G_2)
             else:
                 schedule, batches = None, (self._single(profile, eps_fit, G_k, G_2, lam),)
+        except CvxdpError:  # our own refusals (ParameterError is a ValueError) keep their messages
+            raise
         except (ZeroDivisionError, OverflowError, ValueError) as exc:  # ValueError: math.log of 0
             raise ParameterError(_NOT_FINITE) from exc
         _require_finite(batches)

@@ -92,11 +92,11 @@ def dual_support_bound(rows: ConeRows, directions: np.ndarray, z: np.ndarray,
     v = np.atleast_2d(np.asarray(directions, float))
     # row by row (cvxdp.numerics), not BLAS: each direction's bound from its own row
     plain = ball_support(v, ball_center, ball_radius)
-    if rows.n_aux and np.any(np.abs(row_combine(z, rows.A_aux)) > 0):
-        return plain
     r = v - row_combine(z, rows.A_y)
-    bound = row_dot(z, rows.b) + ball_support(r, ball_center, ball_radius)
-    return np.minimum(bound, plain)
+    bound = np.minimum(row_dot(z, rows.b) + ball_support(r, ball_center, ball_radius), plain)
+    if rows.n_aux:  # each direction whose multiplier misses A_auxᵀ z = 0 falls back on its own
+        return np.where(np.any(np.abs(row_combine(z, rows.A_aux)) > 0, axis=-1), plain, bound)
+    return bound
 
 
 def bounding_box(rows: ConeRows, d: int) -> tuple[np.ndarray, np.ndarray]:

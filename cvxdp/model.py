@@ -14,9 +14,11 @@ from cvxdp.loss import Examples, Loss
 #: The largest domain diameter a model accepts.  With data values up to ``1e100`` (the data domain), one
 #: record's loss on a ball of radius ``1e15`` spans magnitudes the certificate could not resolve to the
 #: accuracy a release needs, and the fit refused *after* its tail histogram and output perturbation were
-#: charged — a refusal decided by one record (found by review, 2026-12-03; radius ``1e12`` released).  So
-#: the limit is a public precondition of the model, checked before any data are read.
-DIAMETER_MAX = 2e12
+#: charged — a refusal decided by one record (found by review, 2026-12-03).  Measured with records of
+#: features ``1e100``: balls of radius ``1e12`` released for every canned loss, and boxes up to
+#: ``[−3e11, 3e11]²`` for hinge, while ``[−7e11, 7e11]²`` refused; the limit keeps a margin below both.
+#: A public precondition of the model, checked before any data are read.
+DIAMETER_MAX = 2e11
 #: The largest distance from 0 of a domain's points (query points beyond the data domain are refused).
 REACH_MAX = 1e100
 

@@ -1090,6 +1090,29 @@ def _subnormal_feature_pair() -> tuple[dict, dict]:
     return d0, d1
 
 
+def _scaled_abs_model() -> Model:
+    """``|s r t (y − <x, w>)|`` on the unit ball: a custom loss multiplying data placeholders."""
+    from cvxdp.loss import Loss
+
+    w = cp.Variable(2)
+    x, y = cp.Parameter(2, name="x"), cp.Parameter(name="y")
+    s, r, t = cp.Parameter(name="s"), cp.Parameter(name="r"), cp.Parameter(name="t")
+    return Model(Loss(cp.abs(s * r * t * (y - x @ w)), w, data=[x, y, s, r, t]), [cp.norm(w, 2) <= 1.0])
+
+
+def _huge_coefficient_pair() -> tuple[dict, dict]:
+    """n = 40 ordinary rows with ``s = r = t = 1``; in ``data_0`` the last has ``s = r = t = 1e100``: its
+    coefficients are about ``1e300``, finite (inside the data domain), and the exact path's precision
+    overflowed ``math.ceil`` on them after the charges (found by review)."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 2))
+    y = X @ np.array([0.5, -0.5]) + 0.3 * rng.standard_normal(40)
+    d1 = {"x": X, "y": y, "s": np.ones(40), "r": np.ones(40), "t": np.ones(40)}
+    d0 = {k: v.copy() for k, v in d1.items()}
+    d0["s"][-1] = d0["r"][-1] = d0["t"][-1] = 1e100
+    return d0, d1
+
+
 def _lad_two_faces_model() -> Model:
     from cvxdp import losses
 
@@ -1436,6 +1459,13 @@ def _register() -> dict[str, Scenario]:
         _subnormal_feature_pair, solve_fit(_hinge_ball2_model, algorithm="output-perturbation", epsilon=1.0,
                                            moment_k=4.0, G_k=3.0),
         full_runs=2000, quick_runs=100, same_tail=False))
+    out.append(Scenario(
+        "scaled-abs-coefficients-1e300/output-perturbation",
+        "|s r t (y - <x, w>)| on a ball, n=40, one record with s = r = t = 1e100 (coefficients ~1e300) vs "
+        "an ordinary one, G_k=3",
+        _huge_coefficient_pair, solve_fit(_scaled_abs_model, algorithm="output-perturbation", epsilon=1.0,
+                                          moment_k=4.0, G_k=3.0),
+        full_runs=200, quick_runs=0, coupled_runs=1, same_tail=False))
     return {sc.name: sc for sc in out}
 
 

@@ -229,7 +229,7 @@ def solve_joint(problem: RegularizedERM, settings: ConicSettings) -> JointSoluti
                                                 + row_norm(A).max(axis=1) * reach)
         else:
             a, b, link = sub.glm()
-            u = a @ w_feas + b
+            u = row_dot(a, w_feas) + b
             pi = link.clip_to_dual_domain(link.derivative_bounds(u)[1])
             phistar = link.conjugate(pi)
             G[L] = pi[:, None] * a

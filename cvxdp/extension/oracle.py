@@ -52,11 +52,10 @@ from cvxdp.geometry import Ball, Domain, Lens, localize
 from cvxdp.links import HuberLink, LogisticLink, PiecewiseLinearLink, SquareLink
 from cvxdp.loss import Examples
 from cvxdp.model import Model
-from cvxdp.numerics import row_dot, row_norm
+from cvxdp.numerics import EPS, row_dot, row_norm
 from cvxdp.structure import GenericStructure
 
 logger = logging.getLogger(__name__)
-_EPS = float(np.finfo(float).eps)
 #: The margin of :meth:`LipschitzExtension._small_levels` over the rounding estimate of a row's bracket.
 SMALL_LEVEL_FACTOR = 64.0
 
@@ -353,7 +352,7 @@ class LipschitzExtension:
             size = (np.max(np.abs(kappa), axis=1) * (row_norm(a) * self.region.norm_bound()
                                                      + np.abs(b))
                     + np.max(np.abs(levels), axis=1))
-            return size * (SMALL_LEVEL_FACTOR * (2.0 * d + 64.0) * _EPS) <= tol  # NaN: not settled
+            return size * (SMALL_LEVEL_FACTOR * (2.0 * d + 64.0) * EPS) <= tol  # NaN: not settled
 
     def _conic(self, W: np.ndarray, examples: Examples, todo: np.ndarray, res: BracketResult,
                method: np.ndarray, glm: tuple | None, tol: float) -> None:

@@ -39,10 +39,9 @@ from cvxdp.extension.tight import closed_form_rows
 from cvxdp.geometry import Ball, Lens
 from cvxdp.geometry.certified import support_rounding
 from cvxdp.links import Link
-from cvxdp.numerics import argument_rounding, rounding_margin, row_combine, row_dot, row_norm
+from cvxdp.numerics import EPS, argument_rounding, rounding_margin, row_combine, row_dot, row_norm
 
 _GOLDEN = (np.sqrt(5.0) - 1.0) / 2.0
-EPS = float(np.finfo(float).eps)
 
 
 @dataclass

@@ -224,20 +224,26 @@ class TightProfile(Profile):
             C = np.full(R.shape, self.clip)
         if C is None:
             grid = _c_grid(tail.scale())
-            lm = (lam * m)[:, None]
-            acc = kappa * grid / lm
-            s = (1.0 + kappa) * 2.0 * grid / (lm * eps[:, None])
+            # the radius on the grid, R⁺(C) = C·slope + sqrt(R/λ)·sqrt(T(C)) with the accuracy and noise
+            # terms (both linear in C) folded into one slope per round: a few passes over the
+            # (rounds × grid) table instead of a dozen (the chosen C's radius is recomputed below from
+            # the formulas of the docstring, so only a near-tie of the argmin can see the rounding)
+            lm = lam * m
+            slope = kappa / lm + (1.0 + kappa) * 2.0 / (lm * eps) * (quant + math.sqrt(d))
             # the bias bound reads (C, m, β) only, and a schedule search's rounds repeat few (m, β) pairs:
-            # computed once per distinct pair and gathered (the same floats, elementwise)
+            # computed once per distinct pair and gathered
             keys = np.ascontiguousarray(np.stack([m, beta], axis=1), dtype=float)
-            _, first, inverse = np.unique(keys.view(np.int64), axis=0, return_index=True, return_inverse=True)
+            _, first, inverse = np.unique(keys.view(np.dtype((np.void, 16))).ravel(), return_index=True,
+                                          return_inverse=True)
+            inverse = np.ravel(inverse)
             pairs = keys[first]  # distinct by their bits: -0.0 and NaN keep their own rows
-            T = tail.bias_bound(grid, pairs[:, :1], pairs[:, 1:])[np.ravel(inverse)]
-            bias = np.sqrt(R[:, None] * T / lam[:, None])
-            vals = acc + bias + s * (quant[:, None] + math.sqrt(d))
+            T = tail.bias_bound(grid, pairs[:, :1], pairs[:, 1:])
+            vals = np.sqrt(T)[inverse]
+            vals *= np.sqrt(R / lam)[:, None]
+            vals += slope[:, None] * grid
             best = np.argmin(vals, axis=1)
             C = grid[best]
-            T_C = T[np.arange(best.size), best]
+            T_C = T[inverse, best]
         alpha = np.maximum(kappa * kappa * C * C / (2.0 * lam * m * m), certifiable_accuracy(C, lam, R))
         sens = output_sensitivity(C, lam, m, alpha)
         acc = np.sqrt(2.0 * alpha / lam)

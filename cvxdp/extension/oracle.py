@@ -312,6 +312,8 @@ class LipschitzExtension:
         # block's query points, minorants and inner points are arrays of its size, not m's
         for start in range(0, m, OFFSET_BLOCK):
             stop = min(start + OFFSET_BLOCK, m)
+            if not np.any(glm.is_glm[start:stop] & ~small[start:stop]):
+                continue  # every row's offset is 0 whatever its bracket: the pass would change nothing
             ab, bb, lk = a[start:stop], b[start:stop], link.subset(np.arange(start, stop))  # views, links
             # the point shared by every row: one membership test, not one per row.  The whole block, not
             # the rows the size test leaves (belt and braces: the per-row products are batch-independent,

@@ -3,6 +3,7 @@ the sums as sums, and the start as a route that never changes what is certified.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -164,6 +165,62 @@ def test_partitioned_smoothed_sums_equal_the_serial_ones(rng, count):
         np.testing.assert_allclose(theirs.value, mine.value, rtol=1e-12)
         np.testing.assert_allclose(theirs.gradient, mine.gradient, rtol=1e-11, atol=1e-11)
         np.testing.assert_allclose(theirs.hessian, mine.hessian, rtol=1e-11, atol=1e-9)
+
+
+@pytest.mark.parametrize("count", [1, 3])
+def test_strided_sums_are_the_sums_of_every_strided_row(rng, count):
+    """``smoothed_sums(w, μ, s)`` sums every ``s``-th row from the first, serially exactly the rows'
+    ``smoothed_row_sums``, and over partitions every partition's own ``s``-th rows, counted."""
+    problem, data = _problem(rng, loss="hinge", m=900, region="W")
+    lean = problem._tight_pass_data()
+    w = problem.region.make_feasible(rng.normal(size=(1, problem.dim)))[0]
+    problem.smoothed_sums(w, 1.0)  # builds the smoothing rows
+    for stride in (1, 7):
+        mine = problem.smoothed_sums(w, 0.3, stride)
+        rows = slice(0, None, stride)
+        want = smoothed_row_sums(np.ascontiguousarray(lean.a[rows]), lean.smoothing.subset(rows), w, 0.3)
+        assert mine.rows == len(range(0, 900, stride)) == want.rows
+        assert mine.value == want.value
+        np.testing.assert_array_equal(mine.gradient, want.gradient)
+        np.testing.assert_array_equal(mine.hessian, want.hessian)
+    parts = Partitions.from_data(problem.model, data, PartitionedExecutor(count))
+    parted = PartitionedERM(problem.model, parts, problem.region, problem.C, problem.lam, problem.w0)
+    theirs = parted.smoothed_sums(w, 0.3, 7)
+    starts = np.r_[0, np.cumsum(parts.sizes)]
+    picked = np.concatenate([np.arange(a, b, 7) for a, b in itertools.pairwise(starts)])
+    want = smoothed_row_sums(lean.a[picked], lean.smoothing.subset(picked), w, 0.3)
+    assert theirs.rows == picked.size
+    np.testing.assert_allclose(theirs.value, want.value, rtol=1e-12)
+    np.testing.assert_allclose(theirs.gradient, want.gradient, rtol=1e-11, atol=1e-11)
+    np.testing.assert_allclose(theirs.hessian, want.hessian, rtol=1e-11, atol=1e-9)
+
+
+def test_the_first_stages_run_on_strided_rows_and_the_start_still_lands(rng, monkeypatch):
+    """Where every ``COARSE_STRIDE``-th row leaves at least ``COARSE_ROWS`` rows, the width's pass and the
+    first ``COARSE_STAGES`` stages sum those rows only and the later stages all rows; the start still lands
+    twenty times nearer the certified minimizer than the centre (and where too few rows would be left,
+    every pass sums all rows)."""
+    problem, _ = _problem(rng, loss="absolute", m=3000, d=5, C=5.0, lam=0.05, region="W")
+    real = type(problem).smoothed_sums
+    calls = []
+
+    def spy(self, w, mu, stride=1):
+        calls.append((mu, stride))
+        return real(self, w, mu, stride)
+
+    monkeypatch.setattr(type(problem), "smoothed_sums", spy)
+    cold = bundle_method(problem, 1e-8, problem.w0, warm_start=False)
+    for rows, coarse in ((3000 // smoothed_module.COARSE_STRIDE, True), (3001, False)):
+        monkeypatch.setattr(smoothed_module, "COARSE_ROWS", rows)
+        calls.clear()
+        start = smoothed_newton_start(problem, problem.w0)
+        assert float(np.linalg.norm(start.w - cold.w)) <= float(np.linalg.norm(problem.w0 - cold.w)) / 20
+        widths = [mu for mu, _ in calls]
+        stage = [0] + [sorted(set(widths[1:]), reverse=True).index(mu) for mu in widths[1:]]
+        for (mu, stride), k in zip(calls, stage, strict=True):
+            expect = smoothed_module.COARSE_STRIDE if coarse and k < smoothed_module.COARSE_STAGES else 1
+            assert stride == expect, (mu, k)
+        assert {s for _, s in calls} == ({1, smoothed_module.COARSE_STRIDE} if coarse else {1})
 
 
 def test_smoothed_start_rows_is_validated():

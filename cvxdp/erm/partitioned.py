@@ -70,11 +70,11 @@ def _subsample(part: RegularizedERM, stride: int) -> RegularizedERM:
     return part.subsample(stride)
 
 
-def _smoothed(part: RegularizedERM, w: np.ndarray, mu: float) -> SmoothedSums | None:
+def _smoothed(part: RegularizedERM, w: np.ndarray, mu: float, stride: int = 1) -> SmoothedSums | None:
     # total on the worker: the start is only a route, and a failed task would be logged there (found by
     # review) where the driver's fallback hides nothing
     try:
-        return part.smoothed_sums(w, mu)
+        return part.smoothed_sums(w, mu, stride)
     except Exception:
         return None
 
@@ -150,10 +150,11 @@ class PartitionedERM:
         sub._starts = np.array(sub.parts.starts, dtype=np.int64)
         return sub
 
-    def smoothed_sums(self, w: np.ndarray, mu: float) -> SmoothedSums | None:
-        """The smoothed objective's sums of every partition, added here (the bundle method's start:
-        :mod:`cvxdp.erm.smoothed_start`); ``None`` if the smoothing does not apply."""
-        parts = self.parts.map(_smoothed, np.asarray(w, float), float(mu))
+    def smoothed_sums(self, w: np.ndarray, mu: float, stride: int = 1) -> SmoothedSums | None:
+        """The smoothed objective's sums of every partition (over every ``stride``-th of its rows), added
+        here (the bundle method's start: :mod:`cvxdp.erm.smoothed_start`); ``None`` if the smoothing does
+        not apply."""
+        parts = self.parts.map(_smoothed, np.asarray(w, float), float(mu), int(stride))
         if not parts or any(p is None for p in parts):
             return None
         return SmoothedSums.total(parts)

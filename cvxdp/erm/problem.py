@@ -151,10 +151,10 @@ class RegularizedERM:
         return kink_rows(w, radius, lean.a, lean.b, lean.link, lean.a_norm, eligible, kink, self.C,
                          self.feasible_set.norm_bound(), cap)
 
-    def smoothed_sums(self, w: np.ndarray, mu: float) -> SmoothedSums | None:
-        """The sums of the smoothed objective at ``w`` for the width ``mu`` over this problem's rows (the
-        bundle method's start: :mod:`cvxdp.erm.smoothed_start`), or ``None`` if the smoothing does not
-        apply (no two-piece closed form)."""
+    def smoothed_sums(self, w: np.ndarray, mu: float, stride: int = 1) -> SmoothedSums | None:
+        """The sums of the smoothed objective at ``w`` for the width ``mu`` over every ``stride``-th of this
+        problem's rows, from the first (the bundle method's start: :mod:`cvxdp.erm.smoothed_start`), or
+        ``None`` if the smoothing does not apply (no two-piece closed form)."""
         lean = self._tight_pass_data()
         if lean is None or not two_piece(lean.link):
             return None
@@ -165,7 +165,14 @@ class RegularizedERM:
             _, radius = self.feasible_set.bounding_ball()
             lean.smoothing = SmoothingRows.of(lean.b, lean.link, lean.a_norm, eligible, kink, self.C,
                                               2.0 * float(radius))
-        return smoothed_row_sums(lean.a, lean.smoothing, np.asarray(w, dtype=float), float(mu))
+        stride = int(stride)
+        if stride == 1:
+            return smoothed_row_sums(lean.a, lean.smoothing, np.asarray(w, dtype=float), float(mu))
+        if stride not in lean.coarse:
+            rows = slice(0, None, stride)
+            lean.coarse[stride] = (np.ascontiguousarray(lean.a[rows]), lean.smoothing.subset(rows))
+        a, smoothing = lean.coarse[stride]
+        return smoothed_row_sums(a, smoothing, np.asarray(w, dtype=float), float(mu))
 
     def upper_and_cut(self, w: np.ndarray, tolerance: float, exclude: np.ndarray | None = None
                       ) -> tuple[float, Cut]:
@@ -345,6 +352,9 @@ class _TightPassData:
     scales: np.ndarray
     kinks: tuple[np.ndarray, np.ndarray] | None = None
     smoothing: SmoothingRows | None = None
+    #: ``stride -> (a, smoothing)`` of every ``stride``-th row (contiguous copies; the smoothed start's
+    #: coarse stages)
+    coarse: dict = field(default_factory=dict)
 
 
 @dataclass

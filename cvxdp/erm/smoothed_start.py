@@ -34,7 +34,11 @@ its residual, and must not set the width for every other row (found by review: o
 10⁻⁵⁰ and label 1 made every stage too wide to move).  Each step needs one pass over the rows for
 ``Σψ``, ``Σψ' a`` and ``Σψ'' a aᵀ`` — sums, so partitions compute theirs where they live
 (:meth:`RegularizedERM.smoothed_sums <cvxdp.erm.problem.RegularizedERM.smoothed_sums>`) and the driver
-solves the ``d × d`` system.  Rows outside the closed form (a level offset, a link that is not two
+solves the ``d × d`` system.  The width's pass and the first ``COARSE_STAGES`` stages sum every
+``COARSE_STRIDE``-th row only (partitions: of their own rows) where that leaves ``COARSE_ROWS`` or more:
+a wide smoothing's minimizer needs few rows to be found, those stages' Hessians take nearly every row,
+and the later stages, on all rows, start from their point (a choice by position, like the subsample
+start's).  Rows outside the closed form (a level offset, a link that is not two
 pieces bracketing 0) are left out of ``S_μ``: they only make the start worse.
 
 **What this changes.**  The route only, as the subsample start of :mod:`cvxdp.erm.bundle` does: the
@@ -68,25 +72,34 @@ NEWTON_STEPS = 3
 BACKTRACKS = 10
 #: Sufficient decrease of the backtracking (Armijo) test.
 ARMIJO = 1e-4
+#: The width's pass and the first ``COARSE_STAGES`` stages sum every ``COARSE_STRIDE``-th row only, where
+#: that leaves at least ``COARSE_ROWS`` rows: a wide smoothing's minimizer moves little with the rows
+#: left out, and those passes (most rows curved, the Hessian of nearly all of them) cost the most.
+COARSE_STRIDE = 8
+COARSE_STAGES = 2
+COARSE_ROWS = 4096
 _EPS = float(np.finfo(float).eps)
 
 
 @dataclass(frozen=True)
 class SmoothedSums:
     """Sums over some rows of the smoothed objective's loss part at ``w``: ``Σψ_μ``, ``Σψ_μ' a``,
-    ``Σψ_μ'' a aᵀ`` and ``Σ min(|t|, ||a|| diam U)`` (the capped residuals: the first stage's width)."""
+    ``Σψ_μ'' a aᵀ`` and ``Σ min(|t|, ||a|| diam U)`` (the capped residuals: the first stage's width), and
+    the number of rows summed (``None``: all the problem's)."""
 
     value: float
     gradient: np.ndarray
     hessian: np.ndarray
     abs_residual: float
+    rows: int | None = None
 
     @staticmethod
     def total(parts: list[SmoothedSums]) -> SmoothedSums:
         return SmoothedSums(float(sum(p.value for p in parts)),
                             np.sum([p.gradient for p in parts], axis=0),
                             np.sum([p.hessian for p in parts], axis=0),
-                            float(sum(p.abs_residual for p in parts)))
+                            float(sum(p.abs_residual for p in parts)),
+                            None if any(p.rows is None for p in parts) else sum(p.rows for p in parts))
 
 
 @dataclass(frozen=True)
@@ -116,6 +129,10 @@ class SmoothingRows:
         return SmoothingRows(np.where(keep, shift, 0.0), np.where(keep, low, 0.0), np.where(keep, high, 0.0),
                              np.where(keep, span, 0.0))
 
+    def subset(self, rows: slice | np.ndarray) -> SmoothingRows:
+        """The rows ``rows`` (copies)."""
+        return SmoothingRows(*(np.array(v[rows]) for v in (self.shift, self.low, self.high, self.span)))
+
 
 def smoothed_row_sums(a: np.ndarray, rows: SmoothingRows, w: np.ndarray, mu: float) -> SmoothedSums:
     """:class:`SmoothedSums` of the rows ``a`` (``(m, d)``) at ``w`` for the width ``mu``; ``mu = ∞`` gives
@@ -127,7 +144,7 @@ def smoothed_row_sums(a: np.ndarray, rows: SmoothingRows, w: np.ndarray, mu: flo
         t = a @ w + rows.shift
         if math.isinf(mu):
             kept = np.where(rows.high > rows.low, np.minimum(np.abs(t), rows.span), 0.0)
-            return SmoothedSums(0.0, np.zeros(d), np.zeros((d, d)), float(np.sum(kept)))
+            return SmoothedSums(0.0, np.zeros(d), np.zeros((d, d)), float(np.sum(kept)), a.shape[0])
         s = t / mu
         q = np.clip(s, rows.low, rows.high)
         value = float(np.sum(q * (t - 0.5 * mu * q)))
@@ -139,7 +156,7 @@ def smoothed_row_sums(a: np.ndarray, rows: SmoothingRows, w: np.ndarray, mu: flo
             curved = a[block][inner[block]]
             hessian += curved.T @ curved
         hessian /= mu
-    return SmoothedSums(value, gradient, hessian, 0.0)
+    return SmoothedSums(value, gradient, hessian, 0.0, a.shape[0])
 
 
 @dataclass(frozen=True)
@@ -163,17 +180,27 @@ def smoothed_newton_start(problem: object, start: np.ndarray) -> SmoothedStart |
         out = region.make_feasible(np.asarray(point, float)[None, :])[0]
         return out if np.all(np.isfinite(out)) else None
 
+    def count(sums: SmoothedSums) -> int:
+        return m if sums.rows is None else sums.rows
+
     def objective(x: np.ndarray, sums: SmoothedSums) -> float:
-        return sums.value / m + 0.5 * lam * float(np.dot(x - w0, x - w0))
+        return sums.value / count(sums) + 0.5 * lam * float(np.dot(x - w0, x - w0))
+
+    coarse = m // COARSE_STRIDE >= COARSE_ROWS
+
+    def sums_at(point: np.ndarray, width: float, stage: int) -> SmoothedSums | None:
+        if coarse and stage < COARSE_STAGES:
+            return problem.smoothed_sums(point, width, COARSE_STRIDE)
+        return problem.smoothed_sums(point, width)
 
     x = feasible(start)
     if x is None:
         return None
-    first = problem.smoothed_sums(x, math.inf)
+    first = sums_at(x, math.inf, 0)
     passes, moved_any = 1, False
-    if first is None or not math.isfinite(first.abs_residual):
+    if first is None or not math.isfinite(first.abs_residual) or not count(first) > 0:
         return None
-    mu = first.abs_residual / m
+    mu = first.abs_residual / count(first)
     if not (mu > 0 and math.isfinite(mu)):
         return None
 
@@ -183,15 +210,15 @@ def smoothed_newton_start(problem: object, start: np.ndarray) -> SmoothedStart |
     for stage in range(STAGES):
         if stage:
             mu *= SHRINK
-        sums = problem.smoothed_sums(x, mu)
+        sums = sums_at(x, mu, stage)
         passes += 1
         if sums is None:
             return found()
         reach = math.inf  # a stage's first step is Newton's full step
         for _ in range(NEWTON_STEPS):
             value = objective(x, sums)
-            g = sums.gradient / m + lam * (x - w0)
-            H = sums.hessian / m + lam * np.eye(d)
+            g = sums.gradient / count(sums) + lam * (x - w0)
+            H = sums.hessian / count(sums) + lam * np.eye(d)
             if not (math.isfinite(value) and np.all(np.isfinite(g)) and np.all(np.isfinite(H))):
                 return found()
             try:
@@ -210,7 +237,7 @@ def smoothed_newton_start(problem: object, start: np.ndarray) -> SmoothedStart |
                 trial = feasible(x + tau * step)
                 if trial is None:
                     break
-                trial_sums = problem.smoothed_sums(trial, mu)
+                trial_sums = sums_at(trial, mu, stage)
                 passes += 1
                 if trial_sums is None:
                     return found()

@@ -312,21 +312,22 @@ class LipschitzExtension:
         # block's query points, minorants and inner points are arrays of its size, not m's
         for start in range(0, m, OFFSET_BLOCK):
             stop = min(start + OFFSET_BLOCK, m)
-            if not np.any(glm.is_glm[start:stop] & ~small[start:stop]):
-                continue  # every row's offset is 0 whatever its bracket: the pass would change nothing
-            ab, bb, lk = a[start:stop], b[start:stop], link.subset(np.arange(start, stop))  # views, links
-            # the point shared by every row: one membership test, not one per row.  The whole block, not
-            # the rows the size test leaves (belt and braces: the per-row products are batch-independent,
-            # cvxdp.numerics.row_dot, and a public block shape keeps any other batch effect out); the
-            # size test only spares the exact path
-            r = evaluate_on_balls(c, ab, bb, lk, self.C, self.region, self.settings.iterations)
             # generalized-linear examples only (the conic path of the others applies no offset), and of
-            # those only the ones whose size does not already settle their offset at 0
-            rows = np.nonzero(glm.is_glm[start:stop] & ~small[start:stop] & ~(r.upper - r.lower <= tol))[0]
+            # those only the ones whose size does not already settle their offset at 0 (with heavy-tailed
+            # features, a few in a thousand): the float pass and the exact path run on those rows alone.
+            # Each row's bracket is a function of that row (cvxdp.numerics.row_dot; the 1-D searches run
+            # a fixed number of steps per row), so which other rows are in the pass cannot move it
+            need = start + np.nonzero(glm.is_glm[start:stop] & ~small[start:stop])[0]
+            if not need.size:
+                continue
+            ab, bb, lk = a[need], b[need], link.subset(need)
+            # the point shared by every row: one membership test, not one per row
+            r = evaluate_on_balls(c, ab, bb, lk, self.C, self.region, self.settings.iterations)
+            rows = np.nonzero(~(r.upper - r.lower <= tol))[0]
             if rows.size:
-                W = np.broadcast_to(c, (stop - start, self.model.dim)).copy()
-                out[start + rows] = exact_levels(W, ab, bb, lk, self.C, self.region, rows, tol,
-                                                 self.settings.iterations, r)
+                W = np.broadcast_to(c, (need.size, self.model.dim)).copy()
+                out[need[rows]] = exact_levels(W, ab, bb, lk, self.C, self.region, rows, tol,
+                                               self.settings.iterations, r)
         return out
 
     def _small_levels(self, a: np.ndarray, b: np.ndarray, link: object, tol: float) -> np.ndarray:

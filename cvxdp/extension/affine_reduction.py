@@ -159,17 +159,20 @@ def _support_bound(region: Domain, V: np.ndarray, scale: np.ndarray) -> np.ndarr
     return np.where(np.isfinite(sig), sig, np.inf)
 
 
-def _support_bound_both(region: Domain, V: np.ndarray, scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _support_bound_both(region: Domain, V: np.ndarray, scale: np.ndarray, norms: np.ndarray | None = None
+                        ) -> tuple[np.ndarray, np.ndarray]:
     """``(_support_bound(region, V, scale), _support_bound(region, −V, scale))``, the same bits: the terms
     the two share (a ball's inner product and norm, the rounding charge, the widening) computed once
-    (:func:`~cvxdp.geometry.certified.per_row_support_upper_both`)."""
+    (:func:`~cvxdp.geometry.certified.per_row_support_upper_both`); ``norms`` is ``row_norm(V)`` where the
+    caller has it (the same bits)."""
     d = V.shape[-1]
     widen = 4.0 * (np.sqrt(d) + 1.0) * region.feasibility_tolerance()
     with np.errstate(invalid="ignore", over="ignore"):
         try:  # as _support_bound: each row from itself; a failure fails closed
-            up, down = per_row_support_upper_both(region, V)
+            norms = row_norm(V) if norms is None else norms
+            up, down = per_row_support_upper_both(region, V, norms)
             charge = support_rounding(region, d, scale)
-            wide = widen * row_norm(V)
+            wide = widen * norms
             sig_up, sig_down = (up + charge) + wide, (down + charge) + wide
         except Exception:
             inf = np.full(V.shape[:-1], np.inf)
@@ -184,11 +187,13 @@ def _dominant(level: np.ndarray, slope_norm: np.ndarray, C: float, region: Domai
         return np.abs(level) > factor * variation
 
 
-def argument_range(region: Domain, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Bounds ``lo ≤ <a_i, y> + b_i ≤ hi`` for all ``y ∈ U``, rounding included."""
-    a_norm = row_norm(a)
+def argument_range(region: Domain, a: np.ndarray, b: np.ndarray, a_norm: np.ndarray | None = None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds ``lo ≤ <a_i, y> + b_i ≤ hi`` for all ``y ∈ U``, rounding included (``a_norm``:
+    ``row_norm(a)`` where the caller has it, the same bits)."""
+    a_norm = row_norm(a) if a_norm is None else a_norm
     with np.errstate(invalid="ignore", over="ignore"):
-        top, bottom = _support_bound_both(region, a, a_norm)
+        top, bottom = _support_bound_both(region, a, a_norm, a_norm)
         bottom = -bottom
         lo = bottom + b - 2.0 * EPS * (np.abs(bottom) + np.abs(b))
         hi = top + b + 2.0 * EPS * (np.abs(top) + np.abs(b))
@@ -255,8 +260,9 @@ def _piecewise_on_balls(examples: Examples, region: Domain, C: float) -> AffineR
     kappa = np.broadcast_to(link.slopes, (m, link.slopes.shape[-1]))
     e = np.broadcast_to(link.intercepts, kappa.shape)
     rows = np.arange(m)
+    a_norm = row_norm(a)  # one norm per row for the range and the slope (the same bits as each's own)
     with np.errstate(invalid="ignore", over="ignore"):
-        lo, hi = argument_range(region, a, b)
+        lo, hi = argument_range(region, a, b, a_norm)
         centre = row_dot(a, np.asarray(region.interior_point(), float)) + b
         j = np.argmax(kappa * centre[:, None] + e, axis=1)
         kj, ej = kappa[rows, j], e[rows, j]
@@ -270,7 +276,7 @@ def _piecewise_on_balls(examples: Examples, region: Domain, C: float) -> AffineR
         finite = (np.all(np.isfinite(kappa), axis=1) & np.all(np.isfinite(e), axis=1) & np.isfinite(b)
                   & np.all(np.isfinite(a), axis=1) & np.isfinite(lo) & np.isfinite(hi))
         level = kj * b + ej
-        slope_norm = np.abs(kj) * row_norm(a)
+        slope_norm = np.abs(kj) * a_norm
         mask = is_glm & finite & np.all(dominates, axis=1) & _dominant(level, slope_norm, C, region)
     others = np.nonzero(~is_glm)[0]
     by_pieces = _piecewise_by_pieces(examples, region, C, others) if others.size else None
@@ -340,13 +346,14 @@ def _label_beyond(region: Domain, a: np.ndarray, b: np.ndarray, M: float
     Row by row, from the row's ``(a_i, b_i)`` and the public ``U`` and ``M`` only.
     """
     m = b.shape[0]
-    lo, hi = argument_range(region, a, b)
+    a_norm = row_norm(a)
+    lo, hi = argument_range(region, a, b, a_norm)
     sign = np.where(lo >= M, 1.0, np.where(hi <= -M, -1.0, 0.0))
     with np.errstate(invalid="ignore", over="ignore"):
-        lo0, hi0 = argument_range(region, a, np.zeros(m))
+        lo0, hi0 = argument_range(region, a, np.zeros(m), a_norm)
         pad = 8.0 * EPS * (np.abs(lo0) + np.abs(hi0) + M) + 1e-300
         b_sub = np.where(sign > 0, M - lo0 + pad, -M - hi0 - pad)
-        lo1, hi1 = argument_range(region, a, b_sub)
+        lo1, hi1 = argument_range(region, a, b_sub, a_norm)
     same_side = np.where(sign > 0, lo1 >= M, hi1 <= -M)
     return sign, b_sub, (sign != 0) & same_side & np.isfinite(b_sub)
 

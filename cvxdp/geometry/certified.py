@@ -96,8 +96,10 @@ def row_support_bound(domain: Domain, v: np.ndarray) -> tuple[np.ndarray, np.nda
         return s, (d + 64.0) * EPS * reach * 2.0 * vn
 
 
-def per_row_support_upper_both(region: Domain, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(per_row_support_upper(region, v), per_row_support_upper(region, −v))``, the same bits.
+def per_row_support_upper_both(region: Domain, v: np.ndarray, norms: np.ndarray | None = None
+                               ) -> tuple[np.ndarray, np.ndarray]:
+    """``(per_row_support_upper(region, v), per_row_support_upper(region, −v))``, the same bits
+    (``norms``: ``row_norm(v)`` where the caller has it — the same bits again).
 
     On a ball the two closed forms ``±<c, v> + r||v||`` share their terms: float negation is exact and
     rounding is symmetric, so ``fl(<c, −v>) = −fl(<c, v>)`` and ``fl(||−v||) = fl(||v||)`` — one inner
@@ -107,7 +109,7 @@ def per_row_support_upper_both(region: Domain, v: np.ndarray) -> tuple[np.ndarra
     if type(region) is Ball:
         with np.errstate(invalid="ignore", over="ignore"):
             inner = row_dot(v, np.asarray(region.center, float))
-            spread = region.radius * row_norm(v)
+            spread = region.radius * (row_norm(v) if norms is None else norms)
             return inner + spread, -inner + spread
     return per_row_support_upper(region, v), per_row_support_upper(region, -v)
 
@@ -119,7 +121,7 @@ def row_support_bound_both(domain: Domain, v: np.ndarray) -> tuple[tuple[np.ndar
     if type(domain) is Ball:
         vn = row_norm(v)
         with np.errstate(invalid="ignore", over="ignore"):
-            top, bottom = per_row_support_upper_both(domain, v)
+            top, bottom = per_row_support_upper_both(domain, v, vn)
             error = support_rounding(domain, v.shape[-1], 2.0 * vn)
         return (top, error), (bottom, error)
     return row_support_bound(domain, v), row_support_bound(domain, -v)

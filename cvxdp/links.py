@@ -101,9 +101,13 @@ class PiecewiseLinearLink(Link):
         self.intercepts = np.ascontiguousarray(e)
         if self.slopes.shape[-1] == 2:
             # two pieces (hinge, absolute value, pinball): φ* is linear between the slopes
-            order = np.argsort(self.slopes, axis=-1)
-            ks = np.take_along_axis(self.slopes, order, axis=-1)
-            es = np.take_along_axis(self.intercepts, order, axis=-1)
+            # the pieces in increasing slope, as np.argsort orders two entries (NaN last, ties kept),
+            # without sorting m pairs
+            k0, k1 = self.slopes[:, 0], self.slopes[:, 1]
+            with np.errstate(invalid="ignore"):
+                swap = (k0 > k1) | (np.isnan(k0) & ~np.isnan(k1))
+            ks = np.where(swap[:, None], self.slopes[:, ::-1], self.slopes)
+            es = np.where(swap[:, None], self.intercepts[:, ::-1], self.intercepts)
             # quietly: a row's quotient may overflow (a subnormal slope under a unit level), and a numpy
             # warning deciding on one record is an observable output; the row's gates read the value
             with np.errstate(divide="ignore", over="ignore", invalid="ignore"):

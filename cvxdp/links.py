@@ -30,6 +30,8 @@ import abc
 import numpy as np
 from scipy.special import expit, xlogy
 
+from cvxdp.numerics import row_max, row_min
+
 _EPS = float(np.finfo(float).eps)
 
 
@@ -160,7 +162,7 @@ class PiecewiseLinearLink(Link):
         return left, right
 
     def dual_domain(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.slopes.min(axis=-1), self.slopes.max(axis=-1)
+        return row_min(self.slopes), row_max(self.slopes)
 
     def slope_bound_near(self, u: np.ndarray, du: np.ndarray) -> np.ndarray:
         """The steepest piece's ``|κ|``: a bound on every interval, cheaper than the local one."""

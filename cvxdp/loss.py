@@ -27,6 +27,7 @@ from cvxdp._validation import finite_array
 from cvxdp.error import DataError, ModelError, NonConvexLossError
 from cvxdp.evaluation import UnsupportedAtom, evaluate, evaluate_per_example, is_batchable
 from cvxdp.links import Link, PiecewiseLinearLink
+from cvxdp.numerics import row_all
 from cvxdp.structure import (
     GenericStructure,
     PiecewiseLinearStructure,
@@ -227,7 +228,7 @@ def _require_finite_affine_data(examples: Examples) -> None:
         finite = np.isfinite(glm.a).all(axis=1) & np.isfinite(glm.b)
         if isinstance(glm.link, PiecewiseLinearLink):
             link = glm.link
-            finite &= np.isfinite(link.slopes).all(axis=-1) & np.isfinite(link.intercepts).all(axis=-1)
+            finite &= row_all(np.isfinite(link.slopes)) & row_all(np.isfinite(link.intercepts))
         if "pieces" in examples._cache:
             A, b = examples._cache["pieces"]
             finite &= np.isfinite(A).all(axis=(1, 2)) & np.isfinite(b).all(axis=1)
@@ -544,8 +545,8 @@ def _glm_of_shared(g: np.ndarray, c: np.ndarray, shared: SharedArgument) -> GLMR
         ahat[norms == 0, 0] = 1.0
         slopes = (sign * kappa)[None, :] * norms[:, None]
         intercepts = kappa[None, :] * c[:, None] + e[None, :]
-        finite = (np.isfinite(norms) & np.isfinite(c) & np.all(np.isfinite(g), axis=1)
-                  & np.all(np.isfinite(slopes), axis=1) & np.all(np.isfinite(intercepts), axis=1))
+        finite = (np.isfinite(norms) & np.isfinite(c) & row_all(np.isfinite(g))
+                  & row_all(np.isfinite(slopes)) & row_all(np.isfinite(intercepts)))
         link = PiecewiseLinearLink(slopes, intercepts)
     return GLMRepresentation(ahat, np.zeros(c.size), link, finite)
 

@@ -191,3 +191,20 @@ def test_row_dot_handles_empty_and_single_leading_axes_past_the_buffer(monkeypat
     got = row_dot(x[None], y)
     assert got.shape == (1, 6)
     assert np.array_equal(got[0], np.array([row_dot(x[i], y[i]) for i in range(6)]))
+
+
+@pytest.mark.parametrize("columns", [1, 2, 3, numerics.SHORT_ROW, numerics.SHORT_ROW + 1, 40])
+def test_row_max_min_all_are_numpys_reductions(rng, columns):
+    """``row_max``/``row_min``/``row_all`` give numpy's values over the last axis — NaN propagating,
+    ±inf, broadcast views, 3-d stacks — on either side of ``SHORT_ROW`` (column by column below it)."""
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, 1.0, -1.0, 5e-324, -1e308])
+    x = np.where(rng.random((500, columns)) < 0.3, rng.choice(special, (500, columns)),
+                 rng.normal(size=(500, columns)))
+    for arr in (x, x.reshape(5, 100, columns), np.broadcast_to(x[:1], (300, columns)), np.asfortranarray(x)):
+        for mine, ref in ((numerics.row_max, np.max), (numerics.row_min, np.min)):
+            np.testing.assert_array_equal(mine(arr), ref(arr, axis=-1))
+        np.testing.assert_array_equal(numerics.row_all(np.isfinite(arr)), np.all(np.isfinite(arr), axis=-1))
+        np.testing.assert_array_equal(numerics.row_all(arr > 0), np.all(arr > 0, axis=-1))
+    assert np.isnan(numerics.row_max(np.array([[1.0, np.nan], [np.nan, 1.0]]))).all()
+    with pytest.raises(ValueError):
+        numerics.row_max(np.zeros((3, 0)))  # an empty row has no maximum, as in numpy

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cvxdp.links import PiecewiseLinearLink
-from cvxdp.numerics import EPS, rounding_margin, row_dot
+from cvxdp.numerics import EPS, rounding_margin, row_dot, row_max, row_min
 
 
 @dataclass
@@ -91,7 +91,7 @@ def kink_candidates(link: PiecewiseLinearLink, a_norm: np.ndarray, candidates: n
     A kink row must be a candidate of the closed form whose two slopes bracket 0, with ``a ≠ 0``.
     """
     slopes = np.broadcast_to(link.slopes, (a_norm.size, 2))
-    ok = candidates & (slopes.min(axis=1) <= 0) & (slopes.max(axis=1) >= 0) & (a_norm > 0)
+    ok = candidates & (row_min(slopes) <= 0) & (row_max(slopes) >= 0) & (a_norm > 0)
     return ok, np.broadcast_to(link.kinks()[:, 0], a_norm.shape)
 
 

@@ -74,7 +74,7 @@ from cvxdp.geometry import Ball, Domain, Lens
 from cvxdp.geometry.certified import per_row_support_upper, per_row_support_upper_both, support_rounding
 from cvxdp.links import HuberLink, Link, LogisticLink, PiecewiseLinearLink, ShiftedSquareLink, SquareLink
 from cvxdp.loss import Examples, GLMRepresentation
-from cvxdp.numerics import EPS, row_dot, row_norm
+from cvxdp.numerics import EPS, row_all, row_dot, row_norm
 from cvxdp.structure import PiecewiseLinearStructure, SmoothGLMStructure
 
 #: An example is substituted only if its level exceeds its variation on ``U`` by this factor.
@@ -273,11 +273,11 @@ def _piecewise_on_balls(examples: Examples, region: Domain, C: float) -> AffineR
             margin = 4.0 * EPS * (np.abs(dk) * np.abs(end)[:, None] + np.abs(ej)[:, None] + np.abs(e))
             ok &= val - margin >= 0.0
         dominates = ok | (np.arange(kappa.shape[1])[None, :] == j[:, None])
-        finite = (np.all(np.isfinite(kappa), axis=1) & np.all(np.isfinite(e), axis=1) & np.isfinite(b)
-                  & np.all(np.isfinite(a), axis=1) & np.isfinite(lo) & np.isfinite(hi))
+        finite = (row_all(np.isfinite(kappa)) & row_all(np.isfinite(e)) & np.isfinite(b)
+                  & row_all(np.isfinite(a)) & np.isfinite(lo) & np.isfinite(hi))
         level = kj * b + ej
         slope_norm = np.abs(kj) * a_norm
-        mask = is_glm & finite & np.all(dominates, axis=1) & _dominant(level, slope_norm, C, region)
+        mask = is_glm & finite & row_all(dominates) & _dominant(level, slope_norm, C, region)
     others = np.nonzero(~is_glm)[0]
     by_pieces = _piecewise_by_pieces(examples, region, C, others) if others.size else None
     if not np.any(mask) and (by_pieces is None or not np.any(by_pieces.mask)):

@@ -52,7 +52,7 @@ from cvxdp.geometry import Ball, Domain, Lens, localize
 from cvxdp.links import HuberLink, LogisticLink, PiecewiseLinearLink, SquareLink
 from cvxdp.loss import Examples
 from cvxdp.model import Model
-from cvxdp.numerics import EPS, row_dot, row_norm
+from cvxdp.numerics import EPS, row_dot, row_max, row_norm
 from cvxdp.structure import GenericStructure
 
 logger = logging.getLogger(__name__)
@@ -352,9 +352,8 @@ class LipschitzExtension:
         kappa = np.broadcast_to(link.slopes, (m, link.slopes.shape[-1]))
         levels = np.broadcast_to(link.intercepts, kappa.shape)
         with np.errstate(invalid="ignore", over="ignore"):
-            size = (np.max(np.abs(kappa), axis=1) * (row_norm(a) * self.region.norm_bound()
-                                                     + np.abs(b))
-                    + np.max(np.abs(levels), axis=1))
+            size = (row_max(np.abs(kappa)) * (row_norm(a) * self.region.norm_bound() + np.abs(b))
+                    + row_max(np.abs(levels)))
             return size * (SMALL_LEVEL_FACTOR * (2.0 * d + 64.0) * EPS) <= tol  # NaN: not settled
 
     def _conic(self, W: np.ndarray, examples: Examples, todo: np.ndarray, res: BracketResult,

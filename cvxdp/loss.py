@@ -27,7 +27,7 @@ from cvxdp._validation import finite_array
 from cvxdp.error import DataError, ModelError, NonConvexLossError
 from cvxdp.evaluation import UnsupportedAtom, evaluate, evaluate_per_example, is_batchable
 from cvxdp.links import Link, PiecewiseLinearLink
-from cvxdp.numerics import row_all
+from cvxdp.numerics import row_all, row_norm
 from cvxdp.structure import (
     GenericStructure,
     PiecewiseLinearStructure,
@@ -465,6 +465,20 @@ class GLMRepresentation:
     b: np.ndarray
     link: Link
     is_glm: np.ndarray
+    #: ``row_norm(a)`` once :meth:`a_norm` computed it (a row's norm is its own: subsets carry it)
+    _a_norm: np.ndarray | None = field(default=None, repr=False)
+
+    def a_norm(self) -> np.ndarray:
+        """``||a_i||`` per row (:func:`cvxdp.numerics.row_norm`, a function of the row alone), computed once
+        and carried by :meth:`subset` and :meth:`with_levels` — every phase's reduction, size test and
+        oracle data read the same norms instead of taking them again."""
+        if self._a_norm is None:
+            self._a_norm = row_norm(self.a)
+        return self._a_norm
+
+    def with_levels(self, b: np.ndarray, link: Link) -> GLMRepresentation:
+        """The same directions ``a`` (and their norms) with other labels ``b`` and links."""
+        return GLMRepresentation(self.a, b, link, self.is_glm, self._a_norm)
 
     def __iter__(self) -> Iterator:
         return iter((self.a, self.b, self.link))
@@ -478,7 +492,7 @@ class GLMRepresentation:
     def subset(self, index: np.ndarray) -> GLMRepresentation:
         """The representation of the examples selected by ``index``, row for row."""
         return GLMRepresentation(self.a[index], self.b[index], self.link.subset(index),
-                                 self.is_glm[index])
+                                 self.is_glm[index], None if self._a_norm is None else self._a_norm[index])
 
 
 def _scaled_norms(V: np.ndarray) -> np.ndarray:

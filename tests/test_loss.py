@@ -515,3 +515,26 @@ def test_a_shared_argument_row_whose_slope_overflows_is_not_generalized_linear()
     arrays = {p: np.ascontiguousarray(data[name], dtype=float) for name, p in loss.placeholders.items()}
     form = Examples(loss=loss, arrays=arrays, m=2).glm()
     assert np.array_equal(form.is_glm, [True, False])
+
+
+def test_the_forms_row_norms_are_computed_once_and_carried_bit_for_bit(rng):
+    """``GLMRepresentation.a_norm()`` is ``row_norm(a)``; a subset and a form with other levels carry the
+    norms already taken, and they are the bits a fresh ``row_norm`` of the subset's rows gives (rows of
+    norm 1e-300, 2e100 and 0 included)."""
+    from cvxdp.numerics import row_norm
+
+    w = cp.Variable(4)
+    X = rng.standard_t(3.0, size=(300, 4))
+    X[0], X[1], X[2] = 1e-300, 1e100, 0.0
+    ex = cvxdp.Model(cvxdp.losses.hinge(w), [cp.norm(w, 2) <= 1.0]).bind(
+        {"x": X, "y": np.where(rng.random(300) < 0.5, -1.0, 1.0)})
+    glm = ex.glm()
+    norms = glm.a_norm()
+    assert glm.a_norm() is norms
+    np.testing.assert_array_equal(norms, row_norm(glm.a))
+    idx = rng.permutation(300)[:120]
+    sub = ex.subset(idx).glm()
+    assert sub._a_norm is not None  # carried, not recomputed
+    np.testing.assert_array_equal(sub.a_norm().view(np.int64), row_norm(sub.a).view(np.int64))
+    moved = glm.with_levels(glm.b + 1.0, glm.link)
+    assert moved.a is glm.a and moved.a_norm() is norms

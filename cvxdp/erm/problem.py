@@ -232,7 +232,7 @@ class RegularizedERM:
                 a, b, link = glm
                 shifted = np.asarray(self.offsets != 0, dtype=bool)
                 self._tight_data = _TightPassData(
-                    a=a, b=b, link=link, a_norm=np.linalg.norm(a, axis=1),
+                    a=a, b=b, link=link, a_norm=glm.a_norm(),
                     candidates=np.asarray(glm.is_glm, dtype=bool) & ~shifted,
                     scales=row_scales(a))
         return self._tight_data or None

@@ -54,7 +54,7 @@ import numpy as np
 from cvxdp.erm.problem import ERMCertificate, RegularizedERM
 from cvxdp.geometry import Ball, Domain, Lens
 from cvxdp.links import PiecewiseLinearLink
-from cvxdp.loss import Examples, GLMRepresentation
+from cvxdp.loss import Examples
 from cvxdp.model import Model
 from cvxdp.numerics import EPS, float_down, float_up, row_dot
 from cvxdp.structure import PiecewiseLinearStructure, SmoothGLMStructure
@@ -146,7 +146,7 @@ def translate_examples(examples: Examples, origin: np.ndarray, glm_form: bool = 
             shift = row_dot(glm.a, o)
             kappa = np.broadcast_to(link.slopes, (examples.m, link.slopes.shape[-1]))
             moved_e = _finite_level(np.broadcast_to(link.intercepts, kappa.shape) + kappa * shift[:, None])
-            shifted = GLMRepresentation(glm.a, glm.b, PiecewiseLinearLink(kappa, moved_e), glm.is_glm)
+            shifted = glm.with_levels(glm.b, PiecewiseLinearLink(kappa, moved_e))
             others = None
             if not np.all(glm.is_glm):
                 A, b = examples.pieces()
@@ -158,7 +158,7 @@ def translate_examples(examples: Examples, origin: np.ndarray, glm_form: bool = 
         elif isinstance(st, SmoothGLMStructure):
             glm = examples.glm()
             level = _finite_level(glm.b + row_dot(glm.a, o))
-            out._cache["glm"] = GLMRepresentation(glm.a, level, glm.link, glm.is_glm)
+            out._cache["glm"] = glm.with_levels(level, glm.link)
         else:
             raise TypeError("only piecewise-linear and smooth generalized linear losses translate")
     return out

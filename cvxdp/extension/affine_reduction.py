@@ -134,9 +134,9 @@ class AffineReduction:
         # their own (substituted) pieces, and every row's form is its own, not re-derived
         glm = examples.glm()
         link = glm.link if self.link is None else self.link
-        a = glm.a if self.directions is None else self.directions
         labels = glm.b if self.labels is None else self.labels
-        out.set_glm(GLMRepresentation(a, labels, link, glm.is_glm), self.pieces)
+        out.set_glm(glm.with_levels(labels, link) if self.directions is None
+                    else GLMRepresentation(self.directions, labels, link, glm.is_glm), self.pieces)
         return out
 
 
@@ -260,7 +260,7 @@ def _piecewise_on_balls(examples: Examples, region: Domain, C: float) -> AffineR
     kappa = np.broadcast_to(link.slopes, (m, link.slopes.shape[-1]))
     e = np.broadcast_to(link.intercepts, kappa.shape)
     rows = np.arange(m)
-    a_norm = row_norm(a)  # one norm per row for the range and the slope (the same bits as each's own)
+    a_norm = glm.a_norm()  # one norm per row for the range and the slope (the same bits as each's own)
     with np.errstate(invalid="ignore", over="ignore"):
         lo, hi = argument_range(region, a, b, a_norm)
         centre = row_dot(a, np.asarray(region.interior_point(), float)) + b

@@ -307,7 +307,7 @@ class LipschitzExtension:
                                  f"{c.shape}.")
         tol = 2.0**-40 * (1.0 + self.C * self.region.diameter)
         a, b, link = glm
-        small = self._small_levels(a, b, link, tol)
+        small = self._small_levels(a, b, link, tol, glm.a_norm())
         # in blocks of rows: the brackets are computed row by row (the same bits in any block), and a
         # block's query points, minorants and inner points are arrays of its size, not m's
         for start in range(0, m, OFFSET_BLOCK):
@@ -330,7 +330,8 @@ class LipschitzExtension:
                                                self.settings.iterations, r)
         return out
 
-    def _small_levels(self, a: np.ndarray, b: np.ndarray, link: object, tol: float) -> np.ndarray:
+    def _small_levels(self, a: np.ndarray, b: np.ndarray, link: object, tol: float,
+                      a_norm: np.ndarray | None = None) -> np.ndarray:
         """Rows of a piecewise-linear link small enough on ``U`` that their offset is 0 without the exact
         path: a row at a time, from the row's own numbers and the public ``U``, ``d``.
 
@@ -352,7 +353,8 @@ class LipschitzExtension:
         kappa = np.broadcast_to(link.slopes, (m, link.slopes.shape[-1]))
         levels = np.broadcast_to(link.intercepts, kappa.shape)
         with np.errstate(invalid="ignore", over="ignore"):
-            size = (row_max(np.abs(kappa)) * (row_norm(a) * self.region.norm_bound() + np.abs(b))
+            norms = row_norm(a) if a_norm is None else a_norm
+            size = (row_max(np.abs(kappa)) * (norms * self.region.norm_bound() + np.abs(b))
                     + row_max(np.abs(levels)))
             return size * (SMALL_LEVEL_FACTOR * (2.0 * d + 64.0) * EPS) <= tol  # NaN: not settled
 

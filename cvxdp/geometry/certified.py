@@ -114,12 +114,12 @@ def per_row_support_upper_both(region: Domain, v: np.ndarray, norms: np.ndarray 
     return per_row_support_upper(region, v), per_row_support_upper(region, -v)
 
 
-def row_support_bound_both(domain: Domain, v: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray],
-                                                                    tuple[np.ndarray, np.ndarray]]:
+def row_support_bound_both(domain: Domain, v: np.ndarray, norms: np.ndarray | None = None
+                           ) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
     """``(row_support_bound(domain, v), row_support_bound(domain, −v))``, the same bits, sharing a
-    ball's terms (:func:`per_row_support_upper_both`)."""
+    ball's terms (:func:`per_row_support_upper_both`; ``norms``: ``row_norm(v)`` where the caller has it)."""
     if type(domain) is Ball:
-        vn = row_norm(v)
+        vn = row_norm(v) if norms is None else norms
         with np.errstate(invalid="ignore", over="ignore"):
             top, bottom = per_row_support_upper_both(domain, v, vn)
             error = support_rounding(domain, v.shape[-1], 2.0 * vn)

@@ -97,8 +97,8 @@ def lipschitz_constants(model: Model, examples: Examples) -> np.ndarray:
     out = None
     if glm is not None:
         a, b, link = glm
-        a_norm = row_norm(a)
-        (s_hi, e_hi), (s_lo, e_lo) = row_support_bound_both(W, a)
+        a_norm = glm.a_norm()  # row_norm(a), computed once for the fit's phases too
+        (s_hi, e_hi), (s_lo, e_lo) = row_support_bound_both(W, a, a_norm)
         with np.errstate(invalid="ignore", over="ignore"):
             hi = b + s_hi
             lo = b - s_lo

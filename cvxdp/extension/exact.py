@@ -941,9 +941,12 @@ def centered_proposals(W: np.ndarray, a: np.ndarray, b: np.ndarray, slopes: np.n
     ``κ_j ũ + e_j − L`` rounded once: the search then sees values of the size of the example's
     variation on ``U``, not of its level (a label of ``10¹⁰`` would blur a float search at ``10⁻⁶``).
     The rounded intercepts only steer the search; the bracket is evaluated exactly afterwards.
-    The search runs on all ``m`` rows of the batch (rows outside ``rows`` keep stand-in intercepts
-    and their results are dropped), so every example's proposal is computed at its own position
-    whichever other examples need the exact path.
+    The search runs on every row of the batch it is given (rows outside ``rows`` keep stand-in
+    intercepts and their results are dropped).  Which rows that batch holds may depend on other
+    examples (:meth:`~cvxdp.extension.LipschitzExtension.level_offsets` passes the rows whose size leaves
+    their offset open; the oracle, the rows its closed form missed): a row's proposal is its own all the
+    same because every step of :func:`~cvxdp.extension.reduced.evaluate_on_balls` is row by row
+    (:func:`cvxdp.numerics.row_dot`, a fixed number of search steps per row).
     """
     from cvxdp.extension.reduced import evaluate_on_balls
     from cvxdp.links import PiecewiseLinearLink
@@ -1015,7 +1018,7 @@ def exact_brackets(W: np.ndarray, a: np.ndarray, b: np.ndarray, link, C: float, 
     ``(a, b, link)`` is the batch's GLM form with a :class:`~cvxdp.links.PiecewiseLinearLink`, the
     function certified (see :func:`exact_bracket`); ``W`` is ``(m, d)``; each example is evaluated
     at its own query point with its own offset.
-    ``float_pass`` is the closed form's :class:`~cvxdp.extension.reduced.BracketResult` on the whole
+    ``float_pass`` is the closed form's :class:`~cvxdp.extension.reduced.BracketResult` on this same
     batch (the caller has it already); its points are proposals too.  One Python call per example:
     this path is for the few examples whose float bracket is too wide.
     """

@@ -140,3 +140,18 @@ def test_a_methods_rerun_replaces_only_those_methods_figures():
     assert merged[0]["params"][bench.OP_RULE] == {"C": 1.0} and merged[1] == kept[1]
     with pytest.raises(SystemExit):
         bench.merge_methods(kept, [{**new[0], "seed": 7}], {bench.CVXDP})
+
+
+def test_bias_slack_benchmark_quick_orders_the_bounds(capsys):
+    """The measured displacement lies below the sum bound (λ-strong convexity and each row's subgradient
+    moving by at most (A_i − C)₊, up to both minimizers' certified accuracy) and below the planned bias
+    radius; the cancellation quantity lies below the sum bound (the triangle inequality); and clipping
+    does move the minimizer where rows are clipped — the bounds are not compared with zeros."""
+    (result,) = _load("bench_bias_slack").main(["--quick"])
+    for row in result["rows"]:
+        assert max(row["gaps"]) <= 1e-9
+        assert row["displacement"] <= row["sum_bound"] + row["accuracy"]
+        assert row["displacement"] <= row["planned_bias_radius"]
+        assert row["cancellation"] <= row["sum_bound"] * (1 + 1e-12) + 1e-15
+    assert result["rows"][0]["clipped_share"] > 0.01 and result["rows"][0]["displacement"] > 1e-3
+    assert "× the displacement" in capsys.readouterr().out

@@ -1060,6 +1060,16 @@ def _far_kink_pair() -> tuple[dict, dict]:
     return d0, d1
 
 
+def _strided_crossing_kink_pair() -> tuple[dict, dict]:
+    """:func:`_crossing_kink_pair` with the extreme row moved to row 0, on both sides: the first of every
+    8th row, so the smoothed start's strided stages read it (serially, and in the first partition)."""
+    pair = _crossing_kink_pair()
+    for data in pair:
+        for key in data:
+            data[key][[0, -1]] = data[key][[-1, 0]]
+    return pair
+
+
 def _lad_ball2_model() -> Model:
     from cvxdp import losses
 
@@ -1392,6 +1402,19 @@ def _register() -> dict[str, Scenario]:
                   "smoothed Newton search",
             pair, solve_fit(_lad_ball2_model, algorithm="output-perturbation", erm=smooth, epsilon=1.0,
                             moment_k=4.0, G_k=3.0, **where),
+            full_runs=full, quick_runs=quick, coupled_runs=1, same_tail=False))
+    # its first stages on every 8th row (here from 4 strided rows), the extreme record in row 0 — read by
+    # the strided passes — serially and in the first of 4 partitions
+    strided = ERMSettings(smoothed_start_rows=16, smoothed_coarse_rows=4)
+    for executor, full, quick in ((None, 2000, 60), (PartitionedExecutor(4), 100, 0)):
+        where = {} if executor is None else {"executor": executor}
+        out.append(Scenario(
+            "lad-crossing-kink-1e60/smoothed-start-strided/"
+            + ("output-perturbation" if executor is None else "partitioned-output-perturbation"),
+            "LAD on a ball, n=60, row 0 x=1e60*(1, 0.3), y=1.9e60 (kink crosses W) vs an ordinary one, the "
+            "smoothed start's first stages on every 8th row" + ("" if executor is None else ", 4 partitions"),
+            _strided_crossing_kink_pair, solve_fit(_lad_ball2_model, algorithm="output-perturbation",
+                                                   erm=strided, epsilon=1.0, moment_k=4.0, G_k=3.0, **where),
             full_runs=full, quick_runs=quick, coupled_runs=1, same_tail=False))
     out.append(Scenario(
         "hinge-row-1e12/smoothed-start/population",

@@ -221,13 +221,22 @@ def test_the_first_stages_run_on_strided_rows_and_the_start_still_lands(rng, mon
             expect = smoothed_module.COARSE_STRIDE if coarse and k < smoothed_module.COARSE_STAGES else 1
             assert stride == expect, (mu, k)
         assert {s for _, s in calls} == ({1, smoothed_module.COARSE_STRIDE} if coarse else {1})
+        # the public knob (ERMSettings.smoothed_coarse_rows) takes the same route as the module default
+        seen = list(calls)
+        monkeypatch.setattr(smoothed_module, "COARSE_ROWS", 10**9)
+        calls.clear()
+        again = smoothed_newton_start(problem, problem.w0, coarse_rows=rows)
+        assert calls == seen and np.array_equal(again.w, start.w)
 
 
 def test_smoothed_start_rows_is_validated():
     for bad in (0, -3, 2.5, "1e6"):
         with pytest.raises(ParameterError):
             ERMSettings(smoothed_start_rows=bad)
+        with pytest.raises(ParameterError):
+            ERMSettings(smoothed_coarse_rows=bad)
     assert ERMSettings(smoothed_start_rows=10).smoothed_start_rows == 10
+    assert ERMSettings(smoothed_coarse_rows=7).smoothed_coarse_rows == 7
 
 
 def test_the_hessian_in_blocks_is_the_hessian(rng, monkeypatch):

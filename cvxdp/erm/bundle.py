@@ -111,7 +111,7 @@ def bundle_method(problem: RegularizedERM, alpha: float, start: np.ndarray, *, m
                   oracle_tolerance: float | None = None, memory: int = 40,
                   kink_cap: int | None = KINK_CAP, prox: float | None = PROX,
                   warm_start: bool = True, warm_rows: int | None = None,
-                  smooth_rows: int | None = None) -> BundleResult:
+                  smooth_rows: int | None = None, coarse_rows: int | None = None) -> BundleResult:
     """Minimize ``F`` over ``U`` from ``start`` until the certified gap is ``≤ α`` (or the cap).
 
     Each iteration is one aggregated oracle pass and one master program with at most ``memory``
@@ -135,7 +135,7 @@ def bundle_method(problem: RegularizedERM, alpha: float, start: np.ndarray, *, m
     if warm_start and getattr(problem, "smoothed_sums", None) is not None and problem.m >= (
             SMOOTH_ROWS if smooth_rows is None else smooth_rows):
         try:
-            smoothed = smoothed_newton_start(problem, start)
+            smoothed = smoothed_newton_start(problem, start, coarse_rows)
         except Exception as exc:  # only a start: on any failure the run starts as it would have
             logger.debug("the smoothed start failed (%s); starting as without it", type(exc).__name__)
             smoothed = None
@@ -148,7 +148,8 @@ def bundle_method(problem: RegularizedERM, alpha: float, start: np.ndarray, *, m
         try:
             warm = bundle_method(subsample(WARM_STRIDE), WARM_SLACK * alpha, start,
                                  max_iterations=WARM_PASSES, oracle_tolerance=tol, memory=memory,
-                                 kink_cap=kink_cap, prox=prox, warm_rows=warm_rows, smooth_rows=smooth_rows)
+                                 kink_cap=kink_cap, prox=prox, warm_rows=warm_rows, smooth_rows=smooth_rows,
+                                 coarse_rows=coarse_rows)
         except Exception as exc:  # only a start: on any failure the full run starts as it would have
             logger.debug("the subsample's run failed (%s); starting from the given point", type(exc).__name__)
         else:

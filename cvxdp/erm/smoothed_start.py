@@ -167,11 +167,13 @@ class SmoothedStart:
     passes: int
 
 
-def smoothed_newton_start(problem: object, start: np.ndarray) -> SmoothedStart | None:
+def smoothed_newton_start(problem: object, start: np.ndarray, coarse_rows: int | None = None
+                          ) -> SmoothedStart | None:
     """A point near the minimizer of ``F`` from Newton's method on ``S_μ`` with continuation (module
     docstring), or ``None`` where the problem has no smoothing (``problem.smoothed_sums`` answers
     ``None``), the first pass fails or no step was taken.  Never raises for a numerical failure: the
-    search stops with the best point so far."""
+    search stops with the best point so far.  ``coarse_rows`` (default :data:`COARSE_ROWS`): the fewest
+    strided rows the first stages may sum."""
     m, lam, w0 = problem.m, float(problem.lam), np.asarray(problem.w0, float)
     region = problem.feasible_set
     d = w0.size
@@ -186,7 +188,7 @@ def smoothed_newton_start(problem: object, start: np.ndarray) -> SmoothedStart |
     def objective(x: np.ndarray, sums: SmoothedSums) -> float:
         return sums.value / count(sums) + 0.5 * lam * float(np.dot(x - w0, x - w0))
 
-    coarse = m // COARSE_STRIDE >= COARSE_ROWS
+    coarse = m // COARSE_STRIDE >= (COARSE_ROWS if coarse_rows is None else coarse_rows)
 
     def sums_at(point: np.ndarray, width: float, stage: int) -> SmoothedSums | None:
         if coarse and stage < COARSE_STAGES:

@@ -103,6 +103,9 @@ class ERMSettings:
         Two-piece generalized-linear problems (hinge, absolute value, pinball) with at least this many
         rows start the bundle method from Newton's method on a smoothing (:mod:`cvxdp.erm.smoothed_start`);
         ``None`` (default): the bundle method's ``SMOOTH_ROWS`` (2048).  A public knob of the route only.
+    smoothed_coarse_rows:
+        The smoothed start's first stages sum every 8th row where that leaves at least this many rows
+        (:data:`cvxdp.erm.smoothed_start.COARSE_ROWS`, 4096, by default).  A public knob of the route only.
     blas_threads:
         Threads the BLAS library may use during the fit (:mod:`cvxdp.run.blas`: one by default, as
         cvxdp's products are tall and thin and a second thread costs much on shared cores); ``None``
@@ -118,6 +121,7 @@ class ERMSettings:
     oracle_tolerance: float = 0.02
     subsample_rows: int | None = None
     smoothed_start_rows: int | None = None
+    smoothed_coarse_rows: int | None = None
     blas_threads: int | None = DEFAULT_THREADS
 
     def __post_init__(self) -> None:
@@ -142,9 +146,9 @@ class ERMSettings:
         if self.subsample_rows is not None:
             object.__setattr__(self, "subsample_rows",
                                positive_int("ERMSettings.subsample_rows", self.subsample_rows))
-        if self.smoothed_start_rows is not None:
-            object.__setattr__(self, "smoothed_start_rows",
-                               positive_int("ERMSettings.smoothed_start_rows", self.smoothed_start_rows))
+        for name in ("smoothed_start_rows", "smoothed_coarse_rows"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, positive_int(f"ERMSettings.{name}", getattr(self, name)))
         if self.blas_threads is not None:
             object.__setattr__(self, "blas_threads",
                                positive_int("ERMSettings.blas_threads", self.blas_threads))
@@ -310,7 +314,8 @@ def _solve_certified(problem: RegularizedERM, alpha: float, settings: ERMSetting
         try:
             res = bundle_method(problem, alpha, problem.w0, max_iterations=settings.bundle_iterations,
                                 oracle_tolerance=tol, warm_rows=settings.subsample_rows,
-                                smooth_rows=settings.smoothed_start_rows)
+                                smooth_rows=settings.smoothed_start_rows,
+                                coarse_rows=settings.smoothed_coarse_rows)
         except (SolverError, CertificationError) as exc:
             notes.append(f"bundle method failed: {exc}")
         else:

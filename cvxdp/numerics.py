@@ -170,10 +170,6 @@ def weighted_row_sum(a: np.ndarray, c: np.ndarray, scales: np.ndarray,
         err = err + gamma * products + (m + 1.0) * 2.0**-1074
     return total, np.where(np.isfinite(err), err, np.inf)
 
-__all__ = ["EINSUM_SAFE_LENGTH", "EPS", "ROW_BLOCK", "SHORT_ROW", "accurate_sum", "argument_rounding",
-           "float_down", "float_up", "rounding_margin", "row_all", "row_combine", "row_dot", "row_max",
-           "row_min", "row_norm", "row_scales", "weighted_row_sum"]
-
 
 #: The longest contraction numpy's ``einsum`` rounds the same way whatever the batch around the row
 #: (the size of its iterator's buffer).
@@ -275,3 +271,8 @@ def row_min(x: np.ndarray) -> np.ndarray:
 def row_all(x: np.ndarray) -> np.ndarray:
     """Whether every entry of each row is true, column by column as :func:`row_max`."""
     return _by_columns(np.asarray(x, dtype=bool), np.logical_and, np.all)
+
+
+__all__ = ["EINSUM_SAFE_LENGTH", "EPS", "ROW_BLOCK", "SHORT_ROW", "accurate_sum", "argument_rounding",
+           "float_down", "float_up", "rounding_margin", "row_all", "row_combine", "row_dot", "row_max",
+           "row_min", "row_norm", "row_scales", "weighted_row_sum"]

@@ -56,11 +56,12 @@ def light_mask(problem: RegularizedERM) -> np.ndarray:
         lip = row_norm(A).max(axis=1)
     if glm is not None:
         a, b, link = glm
+        a_norm = glm.a_norm()  # row_norm(a), taken once per form
         # widen the range of <a, y> + b over U by its rounding, so no kink just outside is missed
-        slack = argument_rounding(a.shape[1], row_norm(a), problem.region.norm_bound(), b)
+        slack = argument_rounding(a.shape[1], a_norm, problem.region.norm_bound(), b)
         hi = b + support_upper(problem.region, a) + slack
         lo = b - support_upper(problem.region, -a) - slack
-        lip_glm = row_norm(a) * link.lipschitz_on(lo, hi)
+        lip_glm = a_norm * link.lipschitz_on(lo, hi)
         # decided per example: the GLM bound where the example is generalized linear
         lip = lip_glm if lip is None else np.where(glm.is_glm, lip_glm, lip)
     return lip <= limit

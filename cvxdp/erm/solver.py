@@ -104,8 +104,9 @@ class ERMSettings:
         rows start the bundle method from Newton's method on a smoothing (:mod:`cvxdp.erm.smoothed_start`);
         ``None`` (default): the bundle method's ``SMOOTH_ROWS`` (2048).  A public knob of the route only.
     smoothed_coarse_rows:
-        The smoothed start's first stages sum every 8th row where that leaves at least this many rows
-        (:data:`cvxdp.erm.smoothed_start.COARSE_ROWS`, 4096, by default).  A public knob of the route only.
+        The smoothed start's first stages sum every ``COARSE_STRIDE``-th row (8) where that leaves at least
+        this many rows (:data:`cvxdp.erm.smoothed_start.COARSE_ROWS`, 4096, by default).  A public knob
+        of the route only.
     blas_threads:
         Threads the BLAS library may use during the fit (:mod:`cvxdp.run.blas`: one by default, as
         cvxdp's products are tall and thin and a second thread costs much on shared cores); ``None``

@@ -135,8 +135,7 @@ class ExtensionEvaluation:
     def minorant(self, u: np.ndarray) -> np.ndarray:
         """``<g_i, u_i> + β_i``: the certified lower bound at other points ``u`` (``(d,)`` or ``(m, d)``)."""
         u = np.asarray(u, float)
-        return row_dot(self.subgradient, u) \
-            + self.intercept
+        return row_dot(self.subgradient, u) + self.intercept
 
 
 class LipschitzExtension:

@@ -144,12 +144,12 @@ def test_fixed_clip_is_used_and_validated():
 
 def test_schedule_search_is_cached_per_clip():
     """Two profiles that differ only in ``clip`` must not share a cached schedule."""
-    from cvxdp.plan.schedule import _search_schedule
+    from cvxdp.plan.schedule import _choose
 
     args = (10_000, 10, 1.0, 4.0, 5.0, 5.0, 4.0)
     for clip in (None, 0.5, 40.0):
         cached = choose_schedule(*args, TightProfile(clip=clip))
-        direct = _search_schedule(*args, TightProfile(clip=clip))
+        direct = _choose(*args, TightProfile(clip=clip))
         assert cached == direct
     assert choose_schedule(*args, TightProfile(clip=0.5)) != choose_schedule(*args, TightProfile(clip=40.0))
 
@@ -161,12 +161,67 @@ def test_schedule_search_accepts_a_profile_subclass_without_clip():
         def __init__(self, accuracy_share: float = 0.02) -> None:
             super().__init__(accuracy_share)
 
-    from cvxdp.plan.schedule import _search_schedule
+    from cvxdp.plan.schedule import _choose
 
     args = (10_000, 10, 1.0, 4.0, 5.0, 5.0, 4.0)
     chosen = choose_schedule(*args, Conservative())
-    assert chosen == _search_schedule(*args, Conservative())  # rebuilt with its own accuracy share
+    assert chosen == _choose(*args, Conservative())  # rebuilt with its own accuracy share
     assert chosen != choose_schedule(*args, TightProfile(0.5))
+
+
+def test_schedule_growth_is_held_to_4_where_the_first_round_clips_far_above_G2(monkeypatch):
+    """The rule of :func:`choose_schedule`: the proxy's choice, unless its first round's ``C`` is at
+    least ``SLOW_GROWTH_FROM·G₂`` — then the best schedule of growth ``SLOW_GROWTH`` alone."""
+    import cvxdp.plan.schedule as schedule
+    from cvxdp.plan.schedule import SLOW_GROWTH, SLOW_GROWTH_FROM, _choose, _search_schedule, batch_rounds
+
+    args = (100_000, 10, 1.0, 4.0, 5.0, 4.9, 4.0)  # n, d, ε, k, G_k, G₂, D
+
+    def first_clip(sch, profile):
+        return batch_rounds(profile, m=sch.sizes[0], d=10, epsilon=1.0, lam=sch.lambdas[0], k=4.0, G_k=5.0,
+                            D=4.0, beta=1e-3)[0].C
+
+    far, near = TightProfile(clip=8 * 4.9), TightProfile(clip=4.9)
+    free = _search_schedule(*args, far)
+    assert free.growth == 8.0 and first_clip(free, far) >= SLOW_GROWTH_FROM * 4.9
+    chosen = choose_schedule(*args, far)
+    slow = _search_schedule(*args, far, growths=(SLOW_GROWTH,))
+    assert chosen.growth == SLOW_GROWTH and (chosen.sizes, chosen.lambdas) == (slow.sizes, slow.lambdas)
+    assert chosen.reason.startswith("growth held to 4") and free.reason == slow.reason == ""
+    assert first_clip(_search_schedule(*args, near), near) < SLOW_GROWTH_FROM * 4.9
+    assert choose_schedule(*args, near) == _search_schedule(*args, near)
+    # growths the caller fixed without 4 are searched as given; the proxy's own 4 carries no reason
+    assert choose_schedule(*args, far, growths=(8.0,)) == _search_schedule(*args, far, growths=(8.0,))
+    assert choose_schedule(*args, far, growths=(4.0,)).reason == ""
+
+    # the comparison is C ≥ SLOW_GROWTH_FROM·G₂ (the worst-case profile's own C here): it holds at the
+    # threshold and not just above it; the cache follows the module's constant
+    free = _search_schedule(*args, TightProfile())
+    at = first_clip(free, TightProfile()) / 4.9
+    assert free.growth == 8.0 and at >= SLOW_GROWTH_FROM
+    for threshold, held in ((at, True), (at * (1 + 1e-12), False)):
+        monkeypatch.setattr(schedule, "SLOW_GROWTH_FROM", threshold)
+        schedule._cached_schedule.cache_clear()
+        assert (choose_schedule(*args, TightProfile()).growth == SLOW_GROWTH) is held
+        assert choose_schedule(*args, TightProfile()) == _choose(*args, TightProfile())
+    schedule._cached_schedule.cache_clear()
+    # without a G₂ below G_k (none given: G₂ = G_k) the ratio says nothing about the bulk
+    same = (100_000, 10, 1.0, 4.0, 5.0, 5.0, 4.0)
+    assert first_clip(_search_schedule(*same, far), far) >= SLOW_GROWTH_FROM * 5.0
+    assert choose_schedule(*same, far) == _search_schedule(*same, far)
+
+
+def test_dry_run_prints_the_schedule_and_why_its_growth_was_held():
+    w = cp.Variable(10)
+    problem = cvxdp.PrivateProblem(cvxdp.Model(cvxdp.losses.absolute(w), [cp.norm(w, 2) <= 2]))
+    heavy = problem.plan(n=100_000, epsilon=1.0, moment_k=4.0, G_k=5.0, G_2=4.9, tail_share=0.0,
+                         algorithm="population")
+    assert heavy.schedule.growth == 4.0  # the worst-case profile's C is far above G₂
+    assert "·4^(t−1)" in heavy.describe() and "growth held to 4" in heavy.describe()
+    near = problem.plan(n=100_000, epsilon=1.0, moment_k=4.0, G_k=5.0, G_2=4.9, tail_share=0.0,
+                        algorithm="population", profile=TightProfile(clip=4.9))
+    assert near.schedule.reason == "" and "held" not in near.describe()
+    assert f"·{near.schedule.growth:g}^(t−1)" in near.describe()
 
 
 def test_majority_vote():

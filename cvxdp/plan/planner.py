@@ -182,6 +182,11 @@ class ReleasePlan:
                         "example is read by one batch" if self.partitioned else "one batch: all examples")
             lines.append(f"  then ε_fit = {self.epsilon_fit:.6g} per batch over {len(self.batches)} "
                          f"batch(es), {disjoint}; {self.releases} releases in all")
+        if self.schedule is not None:
+            sch = self.schedule
+            lines.append(f"  Algorithm 1's schedule: {sch.phases} phase(s), λ_t = {sch.lambdas[0]:.4g}·"
+                         f"{sch.growth:g}^(t−1), {sch.groups} group(s) per phase"
+                         + (f" ({sch.reason})" if sch.reason else ""))
         number = 1 + (self.tail is not None)
         for b in self.batches:
             lines.append(f"  {b.label}: m = {b.size}, λ = {b.lam:.4g}, ε = {b.epsilon:.4g}, "

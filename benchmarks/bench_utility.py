@@ -563,8 +563,11 @@ def _table(rows: list[dict], key: str) -> list[str]:
 
 def markdown(summary: dict, real: list[dict], tgt: dict, files: list[str], meta: dict,
              lower_tgt: list[dict] | None = None) -> str:
-    reruns = "".join(f"; {', '.join(r['methods'])} rerun on {r['date']} ({r['minutes']:.0f} min, "
-                     f"`--methods`), every other figure from the full run" for r in meta.get("reruns", []))
+    # each rerun replaced its methods' figures in the studies it ran; every other figure is the full run's
+    reruns = "; ".join(" and ".join(f"*{m}*" for m in r["methods"])
+                       + f" on {r['date']} ({r['minutes']:.0f} min)" for r in meta.get("reruns", []))
+    if reruns:
+        reruns = f"; rerun with `--methods` since: {reruns}"
     lines = [f"Measured by `python benchmarks/bench_utility.py` on {meta['machine']} "
              f"({meta['seeds']} seeds per cell, {meta['minutes']:.0f} min{reruns}). Excess population risk, "
              "median [25%, 75%]; *hindsight* rows pick the best of a grid by the population risk "

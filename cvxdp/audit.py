@@ -1077,6 +1077,12 @@ def _lad_ball2_model() -> Model:
     return Model(losses.absolute(w), [cp.norm(w, 2) <= 2.0])
 
 
+def _extreme_row_xy_pair() -> tuple[dict, dict]:
+    """:func:`extreme_row_pair` (``n = 10⁴``, ``d = 2``, one row ``|x|, |y| = 10¹²``) as a model's
+    ``{"x", "y"}`` data (enough rows for Algorithm 1 to plan three phases)."""
+    return tuple({"x": p["X"], "y": p["y"]} for p in extreme_row_pair(n=10_000, d=2, big=1e12))
+
+
 def _corner_pair() -> tuple[dict, dict]:
     """LAD data in ``d = 3`` (two Gaussian features and an intercept column, ``n = 1500``) whose
     optimum on :func:`_lad_two_faces_model`'s domain sits where the sphere and both faces meet; the
@@ -1205,6 +1211,13 @@ def _register() -> dict[str, Scenario]:
         max_affine_pair, solve_fit(_max_affine_model, epsilon=1.0, moment_k=4.0, G_k=2.0,
                                    algorithm="population"),
         full_runs=20, coupled_runs=1))
+    out.append(Scenario(
+        "lad-row-1e12/population-slow-growth",
+        "LAD n=10^4 on the radius-2 ball, one row with |x|, |y| = 1e12, G_k=3, G_2=0.3, "
+        "algorithm='population': the first round clips at C ≥ 5 G₂, so Algorithm 1's λ growth is held to 4",
+        _extreme_row_xy_pair, solve_fit(_lad_ball2_model, epsilon=1.0, moment_k=4.0, G_k=3.0, G_2=0.3,
+                                        algorithm="population"),
+        full_runs=20, coupled_runs=1, same_tail=False))
     out.append(Scenario(
         "tail-edge/auto-G/output-perturbation",
         "LAD n=154 at x = 0.2, one row x = 1e6, G_k='auto': the histogram's count at its noise "

@@ -106,6 +106,18 @@ def test_the_tail_edge_pair_reaches_both_the_fit_and_the_released_centre():
         assert fallbacks == {True, False}
 
 
+def test_the_slow_growth_scenario_runs_the_held_schedule_on_both_sides():
+    """The scenario audits the schedule rule only if both neighbours' plans take it: λ grows by 4."""
+    from cvxdp.privacy.random import SeededRandom
+
+    sc = SCENARIOS["lad-row-1e12/population-slow-growth"]
+    fit = sc.make_fit()
+    for data in sc.build():
+        for seed in range(2):
+            _, lambdas, _ = fit(data, SeededRandom(seed)).plan["schedule"]
+            assert len(lambdas) >= 3 and np.allclose(np.array(lambdas[1:]) / lambdas[:-1], 4.0)
+
+
 @pytest.mark.parametrize("name", ["lad-label-1e10/subsample-start/output-perturbation",
                                   "lad-oblique-row-1e60/subsample-start/partitioned-output-perturbation"])
 def test_the_subsample_scenarios_run_the_subsample_start_with_the_record_in_it(name, monkeypatch):

@@ -205,6 +205,10 @@ def test_schedule_growth_is_held_to_4_where_the_first_round_clips_far_above_G2(m
         assert (choose_schedule(*args, TightProfile()).growth == SLOW_GROWTH) is held
         assert choose_schedule(*args, TightProfile()) == _choose(*args, TightProfile())
     schedule._cached_schedule.cache_clear()
+    # one phase has no growth to hold (C/G₂ ≈ 10 here): the proxy's schedule, unlabelled
+    one = (300, 2, 1.0, 4.0, 3.0, 0.3, 4.0)
+    assert _search_schedule(*one, TightProfile()).phases == 1
+    assert choose_schedule(*one, TightProfile()) == _search_schedule(*one, TightProfile())
     # without a G₂ below G_k (none given: G₂ = G_k) the ratio says nothing about the bulk
     same = (100_000, 10, 1.0, 4.0, 5.0, 5.0, 4.0)
     assert first_clip(_search_schedule(*same, far), far) >= SLOW_GROWTH_FROM * 5.0

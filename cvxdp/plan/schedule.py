@@ -253,7 +253,7 @@ def _choose(n: int, d: int, epsilon: float, k: float, G_k: float, G_2: float, D:
     """:func:`choose_schedule` without its cache (the same defaults)."""
     best = _search_schedule(n, d, epsilon, k, G_k, G_2, D, profile, groups=groups, beta=beta, scales=scales,
                             growths=growths)
-    if SLOW_GROWTH not in growths or best.growth == SLOW_GROWTH:
+    if SLOW_GROWTH not in growths or best.growth == SLOW_GROWTH or best.phases == 1:  # nothing to hold
         return best
     first = batch_rounds(profile, m=best.sizes[0] // groups, d=d, epsilon=epsilon, lam=best.lambdas[0], k=k,
                          G_k=G_k, D=D, beta=beta)[0]

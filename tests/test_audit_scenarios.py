@@ -114,7 +114,9 @@ def test_the_slow_growth_scenario_runs_the_held_schedule_on_both_sides():
     fit = sc.make_fit()
     for data in sc.build():
         for seed in range(2):
-            _, lambdas, _ = fit(data, SeededRandom(seed)).plan["schedule"]
+            plan = fit(data, SeededRandom(seed)).plan
+            _, lambdas, _ = plan["schedule"]
+            assert plan["tail"]  # the default fit's path: C, and so the rule, read the tail release
             assert len(lambdas) >= 3 and np.allclose(np.array(lambdas[1:]) / lambdas[:-1], 4.0)
 
 

@@ -194,25 +194,30 @@ def test_schedule_growth_is_held_to_4_where_the_first_round_clips_far_above_G2(m
     assert choose_schedule(*args, far, growths=(8.0,)) == _search_schedule(*args, far, growths=(8.0,))
     assert choose_schedule(*args, far, growths=(4.0,)).reason == ""
 
-    # the comparison is C ≥ SLOW_GROWTH_FROM·G₂ (the worst-case profile's own C here): it holds at the
-    # threshold and not just above it; the cache follows the module's constant
-    free = _search_schedule(*args, TightProfile())
-    at = first_clip(free, TightProfile()) / 4.9
-    assert free.growth == 8.0 and at >= SLOW_GROWTH_FROM
-    for threshold, held in ((at, True), (at * (1 + 1e-12), False)):
-        monkeypatch.setattr(schedule, "SLOW_GROWTH_FROM", threshold)
-        schedule._cached_schedule.cache_clear()
-        assert (choose_schedule(*args, TightProfile()).growth == SLOW_GROWTH) is held
-        assert choose_schedule(*args, TightProfile()) == _choose(*args, TightProfile())
-    schedule._cached_schedule.cache_clear()
     # one phase has no growth to hold (C/G₂ ≈ 10 here): the proxy's schedule, unlabelled
     one = (300, 2, 1.0, 4.0, 3.0, 0.3, 4.0)
     assert _search_schedule(*one, TightProfile()).phases == 1
     assert choose_schedule(*one, TightProfile()) == _search_schedule(*one, TightProfile())
     # without a G₂ below G_k (none given: G₂ = G_k) the ratio says nothing about the bulk
     same = (100_000, 10, 1.0, 4.0, 5.0, 5.0, 4.0)
+    assert _search_schedule(*same, far).growth == 8.0
     assert first_clip(_search_schedule(*same, far), far) >= SLOW_GROWTH_FROM * 5.0
     assert choose_schedule(*same, far) == _search_schedule(*same, far)
+
+    # the comparison is C ≥ SLOW_GROWTH_FROM·G₂ (the worst-case profile's own C here): it holds just
+    # below C/G₂ and not just above it; the cache follows the module's constant
+    free = _search_schedule(*args, TightProfile())
+    at = first_clip(free, TightProfile()) / 4.9
+    assert free.growth == 8.0 and at >= SLOW_GROWTH_FROM
+    try:
+        for threshold, held in ((at * (1 - 1e-12), True), (at * (1 + 1e-12), False)):
+            monkeypatch.setattr(schedule, "SLOW_GROWTH_FROM", threshold)
+            schedule._cached_schedule.cache_clear()
+            assert (choose_schedule(*args, TightProfile()).growth == SLOW_GROWTH) is held
+            assert choose_schedule(*args, TightProfile()) == _choose(*args, TightProfile())
+    finally:
+        monkeypatch.undo()
+        schedule._cached_schedule.cache_clear()
 
 
 def test_dry_run_prints_the_schedule_and_why_its_growth_was_held():
@@ -221,7 +226,7 @@ def test_dry_run_prints_the_schedule_and_why_its_growth_was_held():
     heavy = problem.plan(n=100_000, epsilon=1.0, moment_k=4.0, G_k=5.0, G_2=4.9, tail_share=0.0,
                          algorithm="population")
     assert heavy.schedule.growth == 4.0  # the worst-case profile's C is far above G₂
-    assert "·4^(t−1)" in heavy.describe() and "growth held to 4" in heavy.describe()
+    assert "·4^(t−1)" in heavy.describe() and "growth held to 4: the proxy's own schedule" in heavy.describe()
     near = problem.plan(n=100_000, epsilon=1.0, moment_k=4.0, G_k=5.0, G_2=4.9, tail_share=0.0,
                         algorithm="population", profile=TightProfile(clip=4.9))
     assert near.schedule.reason == "" and "held" not in near.describe()

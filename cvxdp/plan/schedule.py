@@ -261,8 +261,9 @@ def _choose(n: int, d: int, epsilon: float, k: float, G_k: float, G_2: float, D:
         return best
     slow = _search_schedule(n, d, epsilon, k, G_k, G_2, D, profile, groups=groups, beta=beta, scales=scales,
                             growths=(SLOW_GROWTH,))
-    return replace(slow, reason=f"growth held to {SLOW_GROWTH:g}: the first round clips at "
-                                f"C ≥ {SLOW_GROWTH_FROM:g}·G₂")
+    # the test ran on the proxy's own schedule (growth 8 or 2, uncut, localized), not on the plan that runs
+    return replace(slow, reason=f"growth held to {SLOW_GROWTH:g}: the proxy's own schedule would clip its "
+                                f"first round at C ≥ {SLOW_GROWTH_FROM:g}·G₂")
 
 
 def _search_schedule(n: int, d: int, epsilon: float, k: float, G_k: float, G_2: float, D: float,

@@ -18,6 +18,28 @@ from cvxdp.extension.exact import exact_bracket, exact_brackets, round_down, rou
 from cvxdp.extension.reduced import evaluate_on_balls
 from cvxdp.geometry import localize
 
+_ENTRY = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False).map(Fraction),  # dyadic: every finite float
+    st.fractions(max_denominator=10**6),  # any rational (thirds, tenths, …)
+    st.integers(min_value=-10**20, max_value=10**20),
+)
+
+
+@given(st.integers(min_value=0, max_value=8).flatmap(
+    lambda d: st.tuples(st.lists(_ENTRY, min_size=d, max_size=d), st.lists(_ENTRY, min_size=d, max_size=d))))
+@settings(max_examples=400, deadline=None)
+def test_exact_dot_is_the_rational_sum_of_products(uv):
+    """The dyadic fast path of ``_dot`` (integers over a common power of two) is the same rational as the
+    plain sum of Fraction products — for floats from subnormal to the largest, ±0, and mixed inputs."""
+    from cvxdp.extension.exact import _dot
+
+    u, v = uv
+    got = _dot(u, v)
+    assert isinstance(got, Fraction)
+    assert got == sum((Fraction(a) * Fraction(b) for a, b in zip(u, v, strict=True)), Fraction(0))
+    tiny, big = Fraction(5e-324), Fraction(sys.float_info.max)
+    assert _dot([tiny, big, -big], [big, tiny, Fraction(1)]) == 2 * tiny * big - big
+
 
 @given(st.fractions(min_value=0, max_value=10**30), st.integers(min_value=8, max_value=300))
 @settings(max_examples=200, deadline=None)

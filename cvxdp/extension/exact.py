@@ -78,7 +78,27 @@ def _qv(v: np.ndarray) -> Vector:
 
 
 def _dot(u: Vector, v: Vector) -> Fraction:
-    return sum((a * b for a, b in zip(u, v, strict=True)), Fraction(0))
+    """``Σ u_i v_i``, exactly.
+
+    Entries that came from floats are dyadic (denominator a power of two); their products are summed as
+    integers over a common power of two, with one normalization at the end — the same rational as
+    summing :class:`~fractions.Fraction` products (whose every step takes a gcd), several times
+    faster.  Any other denominator takes that general sum.
+    """
+    num, exp = 0, 0  # the partial sum is num / 2**exp
+    for a, b in zip(u, v, strict=True):
+        da, db = a.denominator, b.denominator
+        if da & (da - 1) or db & (db - 1):
+            return sum((a * b for a, b in zip(u, v, strict=True)), Fraction(0))
+        e = da.bit_length() + db.bit_length() - 2
+        p = a.numerator * b.numerator
+        if e > exp:
+            num <<= e - exp
+            exp = e
+        else:
+            p <<= exp - e
+        num += p
+    return Fraction(num, 1 << exp)
 
 
 def _sub(u: Vector, v: Vector) -> Vector:

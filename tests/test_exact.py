@@ -39,6 +39,8 @@ def test_exact_dot_is_the_rational_sum_of_products(uv):
     assert got == sum((Fraction(a) * Fraction(b) for a, b in zip(u, v, strict=True)), Fraction(0))
     tiny, big = Fraction(5e-324), Fraction(sys.float_info.max)
     assert _dot([tiny, big, -big], [big, tiny, Fraction(1)]) == 2 * tiny * big - big
+    # an entry without a denominator (a float) takes the general sum, as before the fast path
+    assert _dot([Fraction(1, 2), 0.25], [Fraction(2), Fraction(4)]) == 2.0
 
 
 @given(st.fractions(min_value=0, max_value=10**30), st.integers(min_value=8, max_value=300))

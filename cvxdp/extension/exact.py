@@ -87,7 +87,7 @@ def _dot(u: Vector, v: Vector) -> Fraction:
     """
     num, exp = 0, 0  # the partial sum is num / 2**exp
     for a, b in zip(u, v, strict=True):
-        da, db = a.denominator, b.denominator
+        da, db = getattr(a, "denominator", 3), getattr(b, "denominator", 3)  # a non-rational: the general sum
         if da & (da - 1) or db & (db - 1):
             return sum((a * b for a, b in zip(u, v, strict=True)), Fraction(0))
         e = da.bit_length() + db.bit_length() - 2

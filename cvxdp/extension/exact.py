@@ -440,17 +440,22 @@ def exact_bracket(w: np.ndarray, a: np.ndarray, b: float, slopes: np.ndarray, in
     best_lower: Fraction | None = None
     best_beta: Fraction | None = None
     best_g = np.zeros(d)
+    # per θ, once: Σ_j θ_j P_j and <θ, q> (exact, so g − Σ θ_j P_j is the same rational in any order)
+    mixes = []
+    for th in thetas:
+        mix = [Fraction(0)] * d
+        for j in range(M):
+            if th[j]:
+                mix = [mi + th[j] * pj for mi, pj in zip(mix, Pq[j], strict=True)]
+        mixes.append((mix, _dot(th, qq)))
     for g in g_cands:
         g = _into_ball(g, Cq)
         gq = _qv(g)
         gw = _dot(gq, wq)
-        for th in thetas:
-            v = list(gq)
-            for j in range(M):
-                if th[j]:
-                    v = [vi - th[j] * pj for vi, pj in zip(v, Pq[j], strict=True)]
+        for mix, tq in mixes:
+            v = [gi - mi for gi, mi in zip(gq, mix, strict=True)]
             sigma = _support_upper(v, balls, qballs, bits, digits, region)
-            beta = _dot(th, qq) - sigma - off
+            beta = tq - sigma - off
             if best_lower is None or gw + beta > best_lower:
                 best_lower, best_beta, best_g = gw + beta, beta, g
     return ExactBracket(upper=best_upper, lower=best_lower, g=best_g, beta=best_beta,

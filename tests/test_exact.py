@@ -29,8 +29,9 @@ _ENTRY = st.one_of(
     lambda d: st.tuples(st.lists(_ENTRY, min_size=d, max_size=d), st.lists(_ENTRY, min_size=d, max_size=d))))
 @settings(max_examples=400, deadline=None)
 def test_exact_dot_is_the_rational_sum_of_products(uv):
-    """The dyadic fast path of ``_dot`` (integers over a common power of two) is the same rational as the
-    plain sum of Fraction products — for floats from subnormal to the largest, ±0, and mixed inputs."""
+    """``_dot``'s integer paths (a common power of two; the vectors' common denominators) give the same
+    rational as the plain sum of Fraction products — floats from subnormal to the largest, ±0, any
+    rationals and integers mixed."""
     from cvxdp.extension.exact import _dot
 
     u, v = uv

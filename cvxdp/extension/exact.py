@@ -78,18 +78,18 @@ def _qv(v: np.ndarray) -> Vector:
 
 
 def _dot(u: Vector, v: Vector) -> Fraction:
-    """``Σ u_i v_i``, exactly.
+    """``Σ u_i v_i``, exactly, with one normalization instead of a gcd per step.
 
     Entries that came from floats are dyadic (denominator a power of two); their products are summed as
-    integers over a common power of two, with one normalization at the end — the same rational as
-    summing :class:`~fractions.Fraction` products (whose every step takes a gcd), 2–6× faster on
-    20-dimensional float vectors.  Any other denominator takes that general sum.
+    integers over a common power of two.  Other rationals are summed as integers over the product of
+    the two vectors' common denominators (:func:`_dot_common`).  Either is the same rational as the
+    plain sum of :class:`~fractions.Fraction` products, 2–6× faster on 20-dimensional vectors.
     """
     num, exp = 0, 0  # the partial sum is num / 2**exp
     for a, b in zip(u, v, strict=True):
-        da, db = getattr(a, "denominator", 3), getattr(b, "denominator", 3)  # a non-rational: the general sum
+        da, db = getattr(a, "denominator", 3), getattr(b, "denominator", 3)  # 3: not a power of two
         if da & (da - 1) or db & (db - 1):
-            return sum((a * b for a, b in zip(u, v, strict=True)), Fraction(0))
+            return _dot_common(u, v)
         e = da.bit_length() + db.bit_length() - 2
         p = a.numerator * b.numerator
         if e > exp:
@@ -99,6 +99,19 @@ def _dot(u: Vector, v: Vector) -> Fraction:
             p <<= exp - e
         num += p
     return Fraction(num, 1 << exp)
+
+
+def _dot_common(u: Vector, v: Vector) -> Fraction:
+    """``Σ u_i v_i`` as ``Σ (U u_i)(V v_i) / (U V)`` with ``U``, ``V`` the lcm of each vector's
+    denominators (integers throughout); an entry that is not a rational (a float) takes the plain sum."""
+    try:
+        du, dv = [a.denominator for a in u], [b.denominator for b in v]
+        nu, nv = [a.numerator for a in u], [b.numerator for b in v]
+    except AttributeError:
+        return sum((a * b for a, b in zip(u, v, strict=True)), Fraction(0))
+    U, V = math.lcm(*du), math.lcm(*dv)
+    total = sum((x * (U // dx)) * (y * (V // dy)) for x, dx, y, dy in zip(nu, du, nv, dv, strict=True))
+    return Fraction(total, U * V)
 
 
 def _sub(u: Vector, v: Vector) -> Vector:

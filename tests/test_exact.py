@@ -42,6 +42,9 @@ def test_exact_dot_is_the_rational_sum_of_products(uv):
     assert _dot([tiny, big, -big], [big, tiny, Fraction(1)]) == 2 * tiny * big - big
     # an entry without a denominator (a float) takes the general sum, as before the fast path
     assert _dot([Fraction(1, 2), 0.25], [Fraction(2), Fraction(4)]) == 2.0
+    # numpy's 64-bit integers take the plain sum too (the integer paths would wrap them)
+    assert _dot([np.int64(2**62)] * 2, [1, 1]) == 2**63
+    assert _dot([Fraction(1, 2**70), np.int64(3)], [1, 1]) == 3 + Fraction(1, 2**70)
 
 
 @given(st.fractions(min_value=0, max_value=10**30), st.integers(min_value=8, max_value=300))

@@ -77,6 +77,10 @@ def _qv(v: np.ndarray) -> Vector:
     return [Fraction(float(t)) for t in v]
 
 
+#: The types ``_dot``'s integer paths take (exact, arbitrary precision); any other takes the plain sum.
+_EXACT = (Fraction, int, bool)
+
+
 def _dot(u: Vector, v: Vector) -> Fraction:
     """``Σ u_i v_i``, exactly, with one normalization instead of a gcd per step.
 
@@ -87,7 +91,9 @@ def _dot(u: Vector, v: Vector) -> Fraction:
     """
     num, exp = 0, 0  # the partial sum is num / 2**exp
     for a, b in zip(u, v, strict=True):
-        da, db = getattr(a, "denominator", 3), getattr(b, "denominator", 3)  # 3: not a power of two
+        # 3 (not a power of two): anything but a Fraction or a Python int (numpy's 64-bit integers would wrap)
+        da = a.denominator if type(a) in _EXACT else 3
+        db = b.denominator if type(b) in _EXACT else 3
         if da & (da - 1) or db & (db - 1):
             return _dot_common(u, v)
         e = da.bit_length() + db.bit_length() - 2
@@ -103,12 +109,12 @@ def _dot(u: Vector, v: Vector) -> Fraction:
 
 def _dot_common(u: Vector, v: Vector) -> Fraction:
     """``Σ u_i v_i`` as ``Σ (U u_i)(V v_i) / (U V)`` with ``U``, ``V`` the lcm of each vector's
-    denominators (integers throughout); an entry that is not a rational (a float) takes the plain sum."""
-    try:
-        du, dv = [a.denominator for a in u], [b.denominator for b in v]
-        nu, nv = [a.numerator for a in u], [b.numerator for b in v]
-    except AttributeError:
+    denominators (integers throughout); an entry other than a Fraction or a Python int takes the plain
+    sum."""
+    if not all(type(a) in _EXACT for a in u) or not all(type(b) in _EXACT for b in v):
         return sum((a * b for a, b in zip(u, v, strict=True)), Fraction(0))
+    du, dv = [a.denominator for a in u], [b.denominator for b in v]
+    nu, nv = [a.numerator for a in u], [b.numerator for b in v]
     U, V = math.lcm(*du), math.lcm(*dv)
     total = sum((x * (U // dx)) * (y * (V // dy)) for x, dx, y, dy in zip(nu, du, nv, dv, strict=True))
     return Fraction(total, U * V)

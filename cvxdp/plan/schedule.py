@@ -196,6 +196,9 @@ def _radii_of(schedules: list[PhaseSchedule], profile, **public) -> dict:
     return {pair: float(v) for pair, v in zip(pairs, values, strict=True)}
 
 
+#: The schedule search's candidates: ``λ₁`` as these multiples of the rate's, and these growths.
+SEARCH_SCALES = tuple(float(s) for s in np.logspace(-1, 2, 10))
+SEARCH_GROWTHS = (2.0, 4.0, 8.0)
 #: The λ growth of Algorithm 1 where its first round clips far above the bulk (:func:`choose_schedule`).
 SLOW_GROWTH = 4.0
 #: The first round's ``C / G₂`` from which the schedule search keeps to :data:`SLOW_GROWTH`.
@@ -204,8 +207,8 @@ SLOW_GROWTH_FROM = 5.0
 
 def choose_schedule(n: int, d: int, epsilon: float, k: float, G_k: float, G_2: float, D: float,
                     profile, *, groups: int = 1, beta: float = 1e-3,
-                    scales: tuple[float, ...] = tuple(np.logspace(-1, 2, 10)),
-                    growths: tuple[float, ...] = (2.0, 4.0, 8.0)) -> PhaseSchedule:
+                    scales: tuple[float, ...] = SEARCH_SCALES,
+                    growths: tuple[float, ...] = SEARCH_GROWTHS) -> PhaseSchedule:
     """The schedule (``λ₁`` scale, growth, number of phases) minimizing :func:`schedule_proxy`, with
     the growth held to :data:`SLOW_GROWTH` where the first round clips far above the bulk.
 
@@ -220,7 +223,7 @@ def choose_schedule(n: int, d: int, epsilon: float, k: float, G_k: float, G_2: f
     bulk, and the ratio would then measure the worst-case profile alone.  (Measured there too: on
     ``t₃`` features with a declared ``G_k = 3`` — the scale benchmark's data — the rule would have made
     the 10⁵-row fits 4–10× slower, a final localized round evaluating its widest rows in exact
-    arithmetic.)
+    arithmetic — 3.6× once the exact path summed its products as integers.)
 
     Measured, not derived (``benchmarks/bench_utility.py``'s instances, ``d = 10``, ε = 1, 9–15
     seeds, median excess risk, growth 8 → 4; first-round ``C/G₂`` in brackets): high-leverage LAD
@@ -249,8 +252,8 @@ def _cached_schedule(n, d, epsilon, k, G_k, G_2, D, profile, groups, beta, scale
 
 
 def _choose(n: int, d: int, epsilon: float, k: float, G_k: float, G_2: float, D: float, profile, *,
-            groups: int = 1, beta: float = 1e-3, scales: tuple[float, ...] = tuple(np.logspace(-1, 2, 10)),
-            growths: tuple[float, ...] = (2.0, 4.0, 8.0)) -> PhaseSchedule:
+            groups: int = 1, beta: float = 1e-3, scales: tuple[float, ...] = SEARCH_SCALES,
+            growths: tuple[float, ...] = SEARCH_GROWTHS) -> PhaseSchedule:
     """:func:`choose_schedule` without its cache (the same defaults)."""
     best = _search_schedule(n, d, epsilon, k, G_k, G_2, D, profile, groups=groups, beta=beta, scales=scales,
                             growths=growths)
@@ -269,8 +272,8 @@ def _choose(n: int, d: int, epsilon: float, k: float, G_k: float, G_2: float, D:
 
 def _search_schedule(n: int, d: int, epsilon: float, k: float, G_k: float, G_2: float, D: float,
                      profile, *, groups: int = 1, beta: float = 1e-3,
-                    scales: tuple[float, ...] = tuple(np.logspace(-1, 2, 10)),
-                    growths: tuple[float, ...] = (2.0, 4.0, 8.0)) -> PhaseSchedule:
+                    scales: tuple[float, ...] = SEARCH_SCALES,
+                    growths: tuple[float, ...] = SEARCH_GROWTHS) -> PhaseSchedule:
     public = {"d": d, "epsilon": epsilon, "k": k, "G_k": G_k, "D": D, "beta": beta}
     candidates = [(growth, phase_schedule(n, d, epsilon, k, G_k, G_2, D, groups, lambda_scale=float(scale),
                                           growth=growth))
@@ -306,6 +309,7 @@ def choose_single_lambda(n: int, d: int, epsilon: float, k: float, G_k: float, G
     return best_lam
 
 
-__all__ = ["SLOW_GROWTH", "SLOW_GROWTH_FROM", "PhaseSchedule", "allocation", "batch_rounds",
-           "choose_schedule", "choose_single_lambda", "initial_lambda", "phase_radii", "phase_schedule",
-           "plan_rounds", "round_count", "schedule_proxy", "spread_over_phases"]
+__all__ = ["SEARCH_GROWTHS", "SEARCH_SCALES", "SLOW_GROWTH", "SLOW_GROWTH_FROM", "PhaseSchedule",
+           "allocation", "batch_rounds", "choose_schedule", "choose_single_lambda", "initial_lambda",
+           "phase_radii", "phase_schedule", "plan_rounds", "round_count", "schedule_proxy",
+           "spread_over_phases"]

@@ -220,6 +220,42 @@ def test_schedule_growth_is_held_to_4_where_the_first_round_clips_far_above_G2(m
         schedule._cached_schedule.cache_clear()
 
 
+def test_schedule_growth_rule_keeps_the_proxy_below_five_times_G2():
+    """The switch sits at ``C = 5·G₂`` with the module's own constant (no patch): a first round clipping
+    at 3 or 4.99 × G₂ keeps the proxy's growth 8, at 5.01 × G₂ the growth is held to 4."""
+    from cvxdp.plan.schedule import _search_schedule
+
+    args = (10_000, 10, 1.0, 8.0, 5.0, 4.0, 4.0)  # n, d, ε, k, G_k, G₂, D
+    for factor, growth in ((3.0, 8.0), (4.99, 8.0), (5.01, 4.0), (5.5, 4.0)):
+        profile = TightProfile(clip=factor * 4.0)
+        assert _search_schedule(*args, profile).growth == 8.0
+        assert choose_schedule(*args, profile).growth == growth, factor
+
+
+def test_schedule_growth_rule_reads_the_first_round_of_one_group(monkeypatch):
+    """With boosting groups a phase's round sees ``n_t // groups`` examples, and its ``C`` (the
+    worst-case profile's: it grows with the batch) is that batch's: here ``C/G₂`` is 14.9 for a group
+    and 9.9 for the whole phase, and a threshold of 12 between them holds the growth."""
+    import cvxdp.plan.schedule as schedule
+    from cvxdp.plan.schedule import _search_schedule, batch_rounds
+
+    args = (300_000, 10, 1.0, 4.0, 5.0, 4.0, 4.0)
+    free = _search_schedule(*args, TightProfile(), groups=3)
+
+    def ratio(m):
+        return batch_rounds(TightProfile(), m=m, d=10, epsilon=1.0, lam=free.lambdas[0], k=4.0, G_k=5.0,
+                            D=4.0, beta=1e-3)[0].C / 4.0
+
+    assert free.growth == 8.0 and ratio(free.sizes[0]) < 12.0 <= ratio(free.sizes[0] // 3)
+    try:
+        monkeypatch.setattr(schedule, "SLOW_GROWTH_FROM", 12.0)
+        schedule._cached_schedule.cache_clear()
+        assert choose_schedule(*args, TightProfile(), groups=3).growth == 4.0
+    finally:
+        monkeypatch.undo()
+        schedule._cached_schedule.cache_clear()
+
+
 def test_dry_run_prints_the_schedule_and_why_its_growth_was_held():
     w = cp.Variable(10)
     problem = cvxdp.PrivateProblem(cvxdp.Model(cvxdp.losses.absolute(w), [cp.norm(w, 2) <= 2]))

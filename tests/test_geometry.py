@@ -100,6 +100,24 @@ def test_projection_optimality_condition(name, rng):
     assert np.all(np.abs(lhs - rhs) <= 1e-9 * (1 + np.abs(rhs)))
 
 
+@pytest.mark.parametrize("name", ["ball", "ellipsoid", "simplex", "full-simplex", "lens"])
+def test_projection_of_points_whose_offsets_overflow(name, rng):
+    """A point of 10³⁰⁰ (its squared norm overflows) projects onto the boundary point that maximizes
+    its direction, ``<u, p> = σ_K(u)`` for ``u = y/|y|_max`` (the rest of ``y − p`` is below rounding),
+    not onto NaN, the centre or a point outside; rows beside it project as they do alone."""
+    w = _w()
+    dom = domain_from_constraints(CASES[name](w), w)
+    far = np.array([[1e300, 1e300, 0.0, 0.0], [-1e308, 1e308, 1e308, 3.0], [1e200, -2e200, 5e199, 1.0],
+                    [1e155, 0.0, -1e155, 0.0]])
+    ordinary = rng.normal(size=(3, D)) * 3
+    P = dom.project(np.vstack([far, ordinary]))
+    assert np.all(np.isfinite(P)) and np.all(dom.contains(P, tol=1e-9))
+    u = far / np.abs(far).max(axis=1, keepdims=True)
+    assert np.all(np.abs(np.einsum("nd,nd->n", u, P[:4]) - dom.support(u)) <= 1e-9)
+    assert np.array_equal(P[4:], dom.project(ordinary))
+    assert all(np.array_equal(P[4 + i], dom.project(ordinary[i])) for i in range(3))
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_support_function(name, rng):
     w = _w()

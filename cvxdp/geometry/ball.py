@@ -7,7 +7,7 @@ import numpy as np
 
 from cvxdp._validation import finite_array, positive_finite
 from cvxdp.conic.cones import Cone, ConeRows
-from cvxdp.geometry.domain import EPS, Domain, as_points, ball_support
+from cvxdp.geometry.domain import EPS, Domain, as_points, ball_support, scaled_offsets
 from cvxdp.numerics import row_norm
 
 
@@ -37,10 +37,16 @@ class Ball(Domain):
 
     def project(self, points: np.ndarray) -> np.ndarray:
         p = as_points(points, self.dim)
-        diff = p - self.center
-        nrm = row_norm(diff)[..., None]
-        scale = np.where(nrm > self.radius, self.radius / np.maximum(nrm, 1e-300), 1.0)
-        return self.center + diff * scale
+        with np.errstate(over="ignore", invalid="ignore"):  # rows whose norm overflows are redone below
+            diff = p - self.center
+            nrm = row_norm(diff)[..., None]
+            scale = np.where(nrm > self.radius, self.radius / np.maximum(nrm, 1e-300), 1.0)
+            out = self.center + diff * scale
+        far = np.isinf(nrm[..., 0]) & np.all(np.isfinite(p), axis=-1)
+        if np.any(far):  # the norm overflowed: the direction from offsets scaled by a power of two
+            unit = scaled_offsets(p[far], self.center)
+            out[far] = self.center + unit * (self.radius / row_norm(unit))[:, None]
+        return out
 
     def make_feasible(self, points: np.ndarray) -> np.ndarray:
         p = self.project(points)

@@ -8,7 +8,7 @@ import numpy as np
 from cvxdp._validation import finite_array
 from cvxdp.conic.cones import Cone, ConeRows
 from cvxdp.error import DomainError, UnboundedDomainError
-from cvxdp.geometry.domain import EPS, Domain, as_points
+from cvxdp.geometry.domain import EPS, Domain, as_points, scaled_offsets
 from cvxdp.numerics import row_combine, row_dot, row_norm
 
 
@@ -57,20 +57,36 @@ class Ellipsoid(Domain):
         return form + (self.dim + 8.0) * EPS * bound <= 1.0 - 4.0 * EPS
 
     def project(self, points: np.ndarray) -> np.ndarray:
-        p = as_points(points, self.dim)
-        z = row_combine(p - self.center, self._V)
+        given = as_points(points, self.dim)
+        p = given.reshape(-1, self.dim)
         q = self._q
-        val = np.sum(q * z * z, axis=-1)
+        with np.errstate(over="ignore", invalid="ignore"):  # rows that overflow are redone in scale
+            z = row_combine(p - self.center, self._V)
+            val = np.sum(q * z * z, axis=-1)
+        # a row far enough out to overflow the form (|y| ≳ 10¹⁵⁴) solves the same equation for its
+        # offset scaled by 2^{−e}: with z = 2^e z_s and μ = 2^e ν, Σ q z_s²/(2^{−e} + ν q)² = 1
+        far = ~np.isfinite(val) & np.all(np.isfinite(p), axis=-1)
+        rho = np.ones(val.shape)
+        if np.any(far):
+            offsets = scaled_offsets(p[far], self.center)
+            z[far] = row_combine(offsets, self._V)
+            _, e = np.frexp(np.maximum(np.max(np.abs(p[far]), axis=-1),
+                                       float(np.max(np.abs(self.center), initial=0.0))))
+            rho[far] = np.ldexp(1.0, -e)
+            val[far] = np.inf
         mu = np.zeros(val.shape)
         out_mask = val > 1.0
         if np.any(out_mask):
-            zz = z[out_mask]
-            m = np.zeros(zz.shape[0])
+            zz, r = z[out_mask], rho[out_mask][:, None]
+            # Newton from a point left of the root, where the convex decreasing left side is ≥ 1: μ = 0,
+            # or for a far row ν₀ = (sqrt(Σ q z_s²) − ρ)/max q (each term then at least q z_s²/Σ q z_s²)
+            m = np.where(np.isinf(val[out_mask]),
+                         np.maximum(np.sqrt(np.sum(q * zz * zz, axis=-1)) - r[:, 0], 0.0) / q.max(), 0.0)
             # each point stops at its own convergence (not when the whole batch has converged), so its
             # projection depends on that point alone
             active = np.ones(zz.shape[0], dtype=bool)
             for _ in range(200):
-                den = 1.0 + m[:, None] * q
+                den = r + m[:, None] * q
                 h = np.sum(q * zz * zz / den**2, axis=-1) - 1.0
                 dh = -2.0 * np.sum(q * q * zz * zz / den**3, axis=-1)
                 m_new = np.where(active, m - h / dh, m)
@@ -79,8 +95,8 @@ class Ellipsoid(Domain):
                 if not np.any(active):
                     break
             mu[out_mask] = m
-        x = z / (1.0 + mu[..., None] * q)
-        return self.center + row_combine(x, self._V.T)
+        x = z / (rho[:, None] + mu[:, None] * q)
+        return (self.center + row_combine(x, self._V.T)).reshape(given.shape)
 
     def support(self, directions: np.ndarray) -> np.ndarray:
         v = as_points(directions, self.dim)

@@ -25,7 +25,7 @@ import numpy as np
 from cvxdp.conic.cones import ConeRows
 from cvxdp.error import EmptyDomainError
 from cvxdp.geometry.ball import Ball
-from cvxdp.geometry.domain import EPS, Domain, as_points
+from cvxdp.geometry.domain import EPS, Domain, as_points, scaled_offsets
 from cvxdp.numerics import row_dot, row_norm
 
 
@@ -92,8 +92,13 @@ class Lens(Domain):
         return x - row_dot(x, self._e)[..., None] * self._e  # row-local, as below
 
     def _sphere_point(self, y: np.ndarray) -> np.ndarray:
-        yp = self._perp(y - self._h)
-        n = row_norm(yp)[..., None]
+        with np.errstate(over="ignore", invalid="ignore"):  # rows whose norm overflows are redone below
+            yp = self._perp(y - self._h)
+            n = row_norm(yp)[..., None]
+        far = np.isinf(n[..., 0]) & np.all(np.isfinite(y), axis=-1)
+        if np.any(far):  # only the direction matters: offsets scaled by a power of two
+            yp[far] = self._perp(scaled_offsets(y[far], self._h))
+            n[far] = row_norm(yp[far])[:, None]
         # any unit vector orthogonal to e works when y lies on the axis
         fallback = self._perp(np.eye(self.dim)[np.argmin(np.abs(self._e))])
         nf = np.linalg.norm(fallback)

@@ -13,7 +13,13 @@ from cvxdp.geometry.domain import EPS, Domain, as_points
 def project_onto_simplex(points: np.ndarray, scale: float = 1.0) -> np.ndarray:
     """Euclidean projection of each row onto ``{y ≥ 0 : Σ y = scale}`` (sort-based, exact)."""
     p = np.asarray(points, dtype=float)
+    # the projection is unchanged by adding t·1 to a row; shifted to its maximum 0, the scale is not
+    # lost beside entries of 10³⁰⁰ (where the sum of the sorted entries would swallow it).  An entry
+    # below max − scale projects to 0 (θ ≥ max − scale), so raising one from below −2·scale to −2·scale
+    # changes nothing and keeps every partial sum finite (a difference past −10³⁰⁸ overflows to −inf)
     flat = p.reshape(-1, p.shape[-1])
+    with np.errstate(over="ignore"):
+        flat = np.maximum(flat - np.max(flat, axis=1, keepdims=True), -2.0 * scale)
     u = -np.sort(-flat, axis=1)
     css = np.cumsum(u, axis=1) - scale
     k = np.arange(1, flat.shape[1] + 1)
@@ -59,7 +65,8 @@ class Simplex(Domain):
         if not self.full:
             return project_onto_simplex(p, self.scale)
         clipped = np.maximum(p, 0.0)
-        over = clipped.sum(axis=-1) > self.scale
+        with np.errstate(over="ignore"):  # a sum past 10³⁰⁸ is inf: over the scale, as it should be
+            over = clipped.sum(axis=-1) > self.scale
         out = clipped.copy()
         if np.any(over):
             out[over] = project_onto_simplex(p[over], self.scale)

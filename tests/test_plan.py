@@ -66,6 +66,32 @@ def test_a_fit_records_its_plan_and_its_rounds_are_the_plans():
     assert f"{plan.releases} releases" in text and len(result.ledger.entries) == plan.releases
 
 
+class _Quieter(TightProfile):
+    """A user's profile that asks for twice the noise of every round (still private: more noise)."""
+
+    name = "quieter"
+
+    def plan_arrays(self, **kw):
+        out = super().plan_arrays(**kw)
+        out["noise_scale"] = out["noise_scale"] * 2.0
+        return out
+
+
+def test_a_profile_subclass_keeps_its_overrides_once_the_tail_release_is_read():
+    """``with_tail`` copies the profile it is called on: the released tail model joins the user's own
+    class (its parameters and overrides), not a fresh default ``TightProfile``."""
+    mine = _Quieter(0.02, clip=3.0)
+    read = mine.with_tail(None)
+    assert type(read) is _Quieter and (read.kappa, read.clip) == (0.02, 3.0) and read is not mine
+    rng = np.random.default_rng(3)
+    data = {"x": rng.standard_t(5, size=(3000, 3)), "y": rng.standard_t(5, size=3000)}
+    kw = {"epsilon": 1.0, "moment_k": 4.0, "G_k": "auto", "random_state": 0, "algorithm": "output-perturbation"}
+    base = cvxdp.PrivateProblem(_lad_model()).solve(data, **kw).steps[0].plan
+    quiet = cvxdp.PrivateProblem(_lad_model()).solve(data, profile=_Quieter(), **kw)
+    assert quiet.release_plan.tail is not None and quiet.release_plan.profile_name == "quieter"
+    assert quiet.steps[0].plan.noise_scale == 2.0 * base.noise_scale
+
+
 def test_dry_run_with_the_tail_histogram_is_provisional_and_says_so():
     problem = cvxdp.PrivateProblem(_lad_model())
     plan = problem.plan(n=3000, epsilon=1.0, moment_k=4.0, G_k=3.0)

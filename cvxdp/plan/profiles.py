@@ -10,6 +10,7 @@ earlier private outputs.  No profile reads the data.
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass
 
@@ -179,7 +180,10 @@ class TightProfile(Profile):
         return (self.kappa, self.clip, id(self.tail) if self.tail is not None else None)
 
     def with_tail(self, tail: TailModel | None) -> TightProfile:
-        return TightProfile(self.kappa, tail=tail, clip=self.clip)
+        """A copy reading ``tail``: of this profile's own class, so a subclass keeps its overrides."""
+        out = copy.copy(self)
+        out.tail = tail
+        return out
 
     def round_epsilons(self, epsilon: float, thetas: np.ndarray) -> np.ndarray:
         """``ε_j = ε θ_j``: the whole budget, split geometrically (``Σ θ_j = 1``)."""

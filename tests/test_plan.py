@@ -85,7 +85,8 @@ def test_a_profile_subclass_keeps_its_overrides_once_the_tail_release_is_read():
     assert type(read) is _Quieter and (read.kappa, read.clip) == (0.02, 3.0) and read is not mine
     rng = np.random.default_rng(3)
     data = {"x": rng.standard_t(5, size=(3000, 3)), "y": rng.standard_t(5, size=3000)}
-    kw = {"epsilon": 1.0, "moment_k": 4.0, "G_k": "auto", "random_state": 0, "algorithm": "output-perturbation"}
+    kw = {"epsilon": 1.0, "moment_k": 4.0, "G_k": "auto", "random_state": 0,
+          "algorithm": "output-perturbation"}
     base = cvxdp.PrivateProblem(_lad_model()).solve(data, **kw).steps[0].plan
     quiet = cvxdp.PrivateProblem(_lad_model()).solve(data, profile=_Quieter(), **kw)
     assert quiet.release_plan.tail is not None and quiet.release_plan.profile_name == "quieter"

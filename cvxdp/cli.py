@@ -14,6 +14,7 @@ guarantee covers.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 import warnings
@@ -41,6 +42,13 @@ def demo(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=20_000, help="training examples")
     parser.add_argument("--d", type=int, default=10, help="features")
     parser.add_argument("--moment-k", type=float, default=4.0)
+    parser.add_argument("--G-k", dest="G_k", default="law", metavar="{law,auto,NUMBER}",
+                        help="the public bound on the k-th moment of the per-example Lipschitz constant: "
+                             "'law' (default: the dataset's own, a property of its law), 'auto' (estimated "
+                             "by a private tail histogram from 10%% of ε) or a number")
+    parser.add_argument("--G-2", dest="G_2", default="none", metavar="{none,law,NUMBER}",
+                        help="a public bound on the second moment: 'none' (default), 'law' or a number; "
+                             "well below G_k it tells the planner where the bulk lies")
     parser.add_argument("--seed", type=int, default=0, help="seed of the *data* generator")
     parser.add_argument("--noise-seed", type=int, default=None,
                         help="seed the privacy noise (reproducible, NOT private; default: secure)")
@@ -58,14 +66,18 @@ def demo(argv: list[str] | None = None) -> int:
     loss = cvxdp.losses.pinball(w, 0.5) if loss_name == "pinball" else getattr(cvxdp.losses, loss_name)(w)
     model = cvxdp.Model(loss, [cp.norm(w, 2) <= task.radius])
     k = args.moment_k
-    G_k = task.G(k)
+    G_k = _moment_bound(parser, "--G-k", args.G_k, task.G(k), allowed=("law", "auto"))
+    G_2 = _moment_bound(parser, "--G-2", args.G_2, task.G(2.0), allowed=("law", "none"))
     train = {"x": task.X_train, "y": task.y_train}
     test = model.bind({"x": task.X_test, "y": task.y_test})
     print(f"cvxdp {cvxdp.__version__} — pure ε-DP convex learning on heavy-tailed data\n")
     print(f"data      {task.name}: n = {args.n} train, {task.X_test.shape[0]} test, d = {task.d}")
     print(f"          {task.description}")
     print(f"model     {loss_name} loss, W = ℓ2 ball of radius {task.radius} (D = {model.diameter:g})")
-    print(f"moments   k = {k:g}, G_k = {G_k:.4g} (public: a property of the data's law)")
+    source = {"law": "public: a property of the data's law",
+              "auto": "from a private tail histogram, 10% of ε"}.get(args.G_k, "public: given")
+    moments = f"k = {k:g}, G_k = {'estimated' if G_k == 'auto' else format(G_k, '.4g')} ({source})"
+    print(f"moments   {moments}" + ("" if G_2 is None else f", G₂ = {G_2:.4g} (public)"))
     print(f"privacy   ε = {args.epsilon:g} (pure DP), profile {args.profile}, algorithm {args.algorithm}, "
           f"noise {'seeded (NOT private)' if args.noise_seed is not None else 'CSPRNG'}\n")
     t0 = time.perf_counter()
@@ -74,7 +86,7 @@ def demo(argv: list[str] | None = None) -> int:
         warnings.filterwarnings("ignore", message="this noise source is not cryptographically secure",
                                 category=PrivacyLeakWarning)
         result = PrivateProblem(model).solve(
-            train, epsilon=args.epsilon, moment_k=k, G_k=G_k, algorithm=args.algorithm,
+            train, epsilon=args.epsilon, moment_k=k, G_k=G_k, G_2=G_2, algorithm=args.algorithm,
             profile=args.profile, random_state=args.noise_seed, progress=not args.no_progress,
             diagnostics=not args.no_diagnostics)
     t_private = time.perf_counter() - t0
@@ -110,6 +122,20 @@ def demo(argv: list[str] | None = None) -> int:
               f"{c['lambda']:9.3g} {c['alpha']:9.2e} {c['certified_gap']:9.2e} {c['sensitivity']:9.2e} "
               f"{c['noise_scale']:9.2e} {c['radius_plus']:8.3g}  {c['method']}")
     return 0
+
+
+def _moment_bound(parser: argparse.ArgumentParser, flag: str, value: str, law: float,
+                  allowed: tuple[str, ...]) -> float | str | None:
+    """``--G-k``/``--G-2``: the dataset law's value, ``"auto"``, nothing, or a positive number."""
+    if value in allowed:
+        return {"law": law, "auto": "auto", "none": None}[value]
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not (math.isfinite(number) and number > 0):
+        parser.error(f"{flag} must be one of {', '.join(allowed)} or a positive number, got {value!r}")
+    return number
 
 
 def main(argv: list[str] | None = None) -> int:

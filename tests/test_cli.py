@@ -23,6 +23,28 @@ def test_demo_options(capsys):
     assert "profile paper" in capsys.readouterr().out
 
 
+def test_demo_takes_the_moment_bounds(capsys):
+    """``--G-k auto`` reads a private tail histogram (its release in the ledger); ``--G-2`` is passed on
+    as a public bound; a bound that is not positive is refused before any data are read."""
+    assert main(["demo", "--n", "3000", "--d", "3", "--no-progress", "--noise-seed", "0", "--G-k", "auto",
+                 "--no-diagnostics"]) == 0
+    out = capsys.readouterr().out
+    assert "G_k = estimated (from a private tail histogram" in out
+    assert "release 1: private tail histogram, ε = 0.1" in out and "spent ε = 1 of 1" in out
+    assert main(["demo", "--n", "3000", "--d", "3", "--no-progress", "--noise-seed", "0", "--G-k", "20",
+                 "--G-2", "law", "--no-diagnostics"]) == 0
+    out = capsys.readouterr().out
+    assert "G_k = 20 (public: given), G₂ = " in out
+    for flag, bad in (("--G-k", "-1"), ("--G-2", "auto"), ("--G-k", "nan")):
+        try:
+            main(["demo", "--n", "500", flag, bad, "--no-progress"])
+        except SystemExit as exc:
+            assert exc.code == 2
+        else:
+            raise AssertionError(f"{flag} {bad} was accepted")
+        assert flag in capsys.readouterr().err
+
+
 def test_bad_commands(capsys):
     assert main(["frobnicate"]) == 2
     assert main(["demo", "--epsilon", "-1", "--n", "500", "--no-progress"]) == 1

@@ -15,6 +15,7 @@ from cvxdp.plan.auto import (
     POPULATION_FROM,
     choose_algorithm,
     clip_rule,
+    clip_tail_ratio,
     heavy_tail,
     uses_clip_rule,
 )
@@ -123,10 +124,33 @@ def test_without_a_public_heavy_tail_auto_is_algorithm_1():
         assert inp.algorithm == "population" and not inp.clip_rule and inp.auto_algorithm, options
         assert inp.histogram_share == 0.1
     assert _inputs(3000, G_2=3.0 * CLIP_TAIL_RATIO).clip_rule
-    assert heavy_tail(3.0, 3.0 * CLIP_TAIL_RATIO)
-    assert not heavy_tail(3.0, None) and not heavy_tail("auto", 1.0)
+    assert heavy_tail(3.0, 3.0 * CLIP_TAIL_RATIO, 4.0)
+    assert not heavy_tail(3.0, None, 4.0) and not heavy_tail("auto", 1.0, 4.0)
     plan = cvxdp.PrivateProblem(_model()).plan(n=3000, epsilon=1.0, moment_k=4, G_k=3.0, tail_share=0.0)
     assert plan.inputs.algorithm == "population" and "no public G_2" in plan.describe()
+
+
+def test_the_heavy_tail_cut_reads_the_ratio_as_a_two_atom_tail_mass():
+    """``G₂/G_k = p^{1/2 − 1/k}`` for the law with an atom of mass ``p``: below ``k = 4`` the cut is the
+    ratio of the same mass as 0.85 at ``k = 4`` (``0.85^{2 − 4/k}``), from ``k = 4`` on it stays 0.85;
+    at ``k = 2`` the two bounds are one moment and no tail is declared."""
+    assert clip_tail_ratio(4.0) == CLIP_TAIL_RATIO == 0.85  # the k = 4 cut, float for float
+    for k in (2.1, 2.5, 3.0, 3.9):
+        cut = clip_tail_ratio(k)
+        mass = cut ** (1.0 / (0.5 - 1.0 / k))
+        assert cut > CLIP_TAIL_RATIO and math.isclose(mass, CLIP_TAIL_RATIO**4, rel_tol=1e-12), k
+    assert clip_tail_ratio(6.0) == clip_tail_ratio(8.0) == clip_tail_ratio(1000.0) == CLIP_TAIL_RATIO
+    assert clip_tail_ratio(2.0) == 0.0 and not heavy_tail(3.0, 1e-9, 2.0)
+    # Student-t ν = 3.5 with k = 2.5 (G₂/G_k = 0.877): heavy now, and auto clips there
+    assert heavy_tail(1.0, 0.877, 2.5) and not heavy_tail(1.0, 0.877, 4.0)
+    inp = _inputs(3000, moment_k=2.5, G_k=1.0, G_2=0.9)
+    assert inp.clip_rule and inp.algorithm == "recursive"
+    plan = cvxdp.PrivateProblem(_model()).plan(n=3000, epsilon=1.0, moment_k=2.5, G_k=1.0, G_2=0.9,
+                                               tail_share=0.0)
+    assert "G_2/G_k ≤ 0.9371 and n·ε/d = 1000 < 5000" in plan.describe()
+    above = cvxdp.PrivateProblem(_model()).plan(n=3000, epsilon=1.0, moment_k=2.5, G_k=1.0, G_2=0.95,
+                                                tail_share=0.0)
+    assert above.inputs.algorithm == "population" and "no public G_2 ≤ 0.9371·G_k" in above.describe()
 
 
 def test_explicit_algorithms_are_not_resolved():

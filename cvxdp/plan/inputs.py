@@ -209,7 +209,7 @@ class PublicInputs:
             raise ParameterError(f"n = {n} examples are too few; at least {max(10, 2 * self.d)} needed.")
         inputs = self
         if self.algorithm == "auto" or self.auto_algorithm:
-            heavy = heavy_tail(self.G_k, self.G_2)
+            heavy = heavy_tail(self.G_k, self.G_2, self.moment_k)
             may_clip = heavy and uses_clip_rule(
                 self.profile, lam=self.lam, lambda_scale=self.lambda_scale, lambda_growth=self.lambda_growth,
                 max_phases=self.max_phases, boosting_groups=self.boosting_groups, localize=self.localize)

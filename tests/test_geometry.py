@@ -105,17 +105,52 @@ def test_projection_of_points_whose_offsets_overflow(name, rng):
     """A point of 10³⁰⁰ (its squared norm overflows) projects onto the boundary point that maximizes
     its direction, ``<u, p> = σ_K(u)`` for ``u = y/|y|_max`` (the rest of ``y − p`` is below rounding),
     not onto NaN, the centre or a point outside; rows beside it project as they do alone."""
+    import warnings
+
     w = _w()
     dom = domain_from_constraints(CASES[name](w), w)
+    # rows of 10³⁰⁰ and 10¹⁵⁵ overflow the squared norm; rows of 10³⁶ and 10⁵⁰ do not, but Newton's
+    # method from μ = 0 would not reach the ellipsoid's multiplier in its 200 steps
     far = np.array([[1e300, 1e300, 0.0, 0.0], [-1e308, 1e308, 1e308, 3.0], [1e200, -2e200, 5e199, 1.0],
-                    [1e155, 0.0, -1e155, 0.0]])
+                    [1e155, 0.0, -1e155, 0.0], [1e36, 1e36, 0.0, 0.0], [0.0, 3e50, 0.0, -1e50]])
     ordinary = rng.normal(size=(3, D)) * 3
-    P = dom.project(np.vstack([far, ordinary]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow or invalid-value warning reaches the caller
+        P = dom.project(np.vstack([far, ordinary]))
     assert np.all(np.isfinite(P)) and np.all(dom.contains(P, tol=1e-9))
     u = far / np.abs(far).max(axis=1, keepdims=True)
-    assert np.all(np.abs(np.einsum("nd,nd->n", u, P[:4]) - dom.support(u)) <= 1e-9)
-    assert np.array_equal(P[4:], dom.project(ordinary))
-    assert all(np.array_equal(P[4 + i], dom.project(ordinary[i])) for i in range(3))
+    assert np.all(np.abs(np.einsum("nd,nd->n", u, P[:6]) - dom.support(u)) <= 1e-9)
+    assert np.array_equal(P[6:], dom.project(ordinary))
+    assert all(np.array_equal(P[6 + i], dom.project(ordinary[i])) for i in range(3))
+
+
+def test_simplex_projection_at_scales_near_the_float_range():
+    """The sorted partial sums reach −2·scale·d; a simplex of scale 10³⁰⁷ is projected in a scale
+    divided by a power of two (exact) instead of overflowing to inf."""
+    e1 = np.zeros(10)
+    e1[0] = 1e308
+    assert np.array_equal(Simplex(10, scale=1e307).project(e1), np.eye(10)[0] * 1e307)
+    assert np.array_equal(Simplex(4, scale=1e308).project(np.array([1e308, -1e308, 0.0, 0.0])),
+                          np.array([1e308, 0.0, 0.0, 0.0]))
+    y = np.array([0.2, 0.3, 0.1, -0.4])
+    assert np.allclose(Simplex(4, scale=2.0**1000).project(y * 2.0**1000) / 2.0**1000,
+                       Simplex(4).project(y), rtol=0, atol=1e-15)
+
+
+def test_localized_projection_is_per_row_and_refuses_what_it_cannot_project():
+    """Lemma 2.7's bisection runs each row for its own number of steps: a row's point is the same
+    alone and beside a far row (bit for bit); a point whose distance overflows is measured in a
+    scaled offset; one more than 10³⁰⁸ radii out is refused with a DomainError, not NaN or a crash."""
+    region = localize(Simplex(3), np.ones(3) / 3, 0.2)
+    row = np.array([[2.0, 0.1, -1.0]])
+    beside = np.vstack([row, [[1e6, 0.0, 0.0]]])
+    assert np.array_equal(region.project(row)[0], region.project(beside)[0])
+    assert np.array_equal(region.make_feasible(row)[0], region.make_feasible(beside)[0])
+    ellipse = localize(Ellipsoid(np.zeros(3), np.diag([1.0, 2.0, 3.0])), np.zeros(3), 0.5)
+    far = ellipse.project(np.array([[1e200, 1e200, 0.0]]))
+    assert np.all(np.isfinite(far)) and ellipse.contains(far, tol=1e-9).all()
+    with pytest.raises(DomainError, match="radii from the localized set's centre"):
+        ellipse.project(np.array([[1e308, -1e308, 1e308]]))
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -11,6 +11,10 @@ from cvxdp.error import DomainError, UnboundedDomainError
 from cvxdp.geometry.domain import EPS, Domain, as_points, scaled_offsets
 from cvxdp.numerics import row_combine, row_dot, row_norm
 
+#: The form ``zᵀ diag(q) z`` above which :meth:`Ellipsoid.project` starts Newton's method in the scaled
+#: variables from ``ν₀`` instead of from ``μ = 0``.
+FAR_FORM = 1e20
+
 
 class Ellipsoid(Domain):
     """``{y : (y − c)ᵀ Q (y − c) ≤ 1}``.
@@ -63,9 +67,11 @@ class Ellipsoid(Domain):
         with np.errstate(over="ignore", invalid="ignore"):  # rows that overflow are redone in scale
             z = row_combine(p - self.center, self._V)
             val = np.sum(q * z * z, axis=-1)
-        # a row far enough out to overflow the form (|y| ≳ 10¹⁵⁴) solves the same equation for its
-        # offset scaled by 2^{−e}: with z = 2^e z_s and μ = 2^e ν, Σ q z_s²/(2^{−e} + ν q)² = 1
-        far = ~np.isfinite(val) & np.all(np.isfinite(p), axis=-1)
+        # a far row solves the same equation for its offset scaled by 2^{−e}: with z = 2^e z_s and
+        # μ = 2^e ν, Σ q z_s²/(2^{−e} + ν q)² = 1, from ν₀ below.  "Far": the form overflows
+        # (|y| ≳ 10¹⁵⁴), or exceeds FAR_FORM, beyond which Newton from μ = 0 — growing μ about 1.5× a
+        # step — would not reach the root in its 200 steps (and q²z² overflows before the form does)
+        far = ~(val <= FAR_FORM) & np.all(np.isfinite(p), axis=-1)
         rho = np.ones(val.shape)
         if np.any(far):
             offsets = scaled_offsets(p[far], self.center)

@@ -18,8 +18,9 @@ from cvxdp._validation import finite_array, positive_finite
 from cvxdp.conic.cones import ConeRows
 from cvxdp.error import DomainError
 from cvxdp.geometry.ball import Ball
-from cvxdp.geometry.domain import Domain, as_points
+from cvxdp.geometry.domain import Domain, as_points, scaled_offsets
 from cvxdp.geometry.lens import intersect_balls
+from cvxdp.numerics import row_norm
 
 
 def inexact_projection(domain: Domain, center: np.ndarray, radius: float, points: np.ndarray,
@@ -44,17 +45,31 @@ def inexact_projection(domain: Domain, center: np.ndarray, radius: float, points
     out = x0.copy()
     if np.any(far):
         yy = flat[far]
-        dist = np.linalg.norm(yy - center, axis=-1)
+        with np.errstate(over="ignore", invalid="ignore"):
+            dist = row_norm(yy - center)
+        huge = ~np.isfinite(dist)  # the offset's norm overflowed: its size from offsets scaled by 2^{−e}
+        if np.any(huge):
+            _, e = np.frexp(np.maximum(np.max(np.abs(yy[huge]), axis=-1), float(np.max(np.abs(center)))))
+            dist[huge] = np.ldexp(row_norm(scaled_offsets(yy[huge], center)), e)
         lam_lo = np.zeros(yy.shape[0])
-        lam_hi = np.maximum(0.0, dist / radius - 1.0)
-        steps = int(np.ceil(np.log2(max(float(np.max(dist * lam_hi)) / xi, 1.0)))) + 1
-        for _ in range(min(steps, 200)):
+        with np.errstate(over="ignore"):
+            lam_hi = np.maximum(0.0, dist / radius - 1.0)
+        if not np.all(np.isfinite(lam_hi)):
+            raise DomainError("a point is more than 10³⁰⁸ radii from the localized set's centre (or not "
+                              "finite), too far to project onto it in floating point; rescale the problem "
+                              "(such a point arises only from an astronomically large noise scale).")
+        # each row bisects for its own number of steps (at most 200), so its point depends on it alone
+        with np.errstate(over="ignore"):
+            need = np.log2(np.maximum(dist * lam_hi / xi, 1.0))
+        steps = np.where(need <= 200.0, np.ceil(need) + 1.0, 200.0)
+        for step in range(int(min(float(np.max(steps)), 200.0))):
             mid = 0.5 * (lam_lo + lam_hi)
             z = (yy + mid[:, None] * center) / (1.0 + mid[:, None])
             g = np.sum((domain.project(z) - center) ** 2, axis=-1) - radius * radius
-            above = g > 0
+            above = (g > 0) & (step < steps)
+            below = ~(g > 0) & (step < steps)
             lam_lo = np.where(above, mid, lam_lo)
-            lam_hi = np.where(above, lam_hi, mid)
+            lam_hi = np.where(below, mid, lam_hi)
         z = (yy + lam_hi[:, None] * center) / (1.0 + lam_hi[:, None])
         out[far] = domain.project(z)
     return out.reshape(y.shape)

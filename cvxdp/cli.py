@@ -18,6 +18,7 @@ import math
 import sys
 import time
 import warnings
+from collections.abc import Callable
 
 import cvxpy as cp
 import numpy as np
@@ -66,8 +67,8 @@ def demo(argv: list[str] | None = None) -> int:
     loss = cvxdp.losses.pinball(w, 0.5) if loss_name == "pinball" else getattr(cvxdp.losses, loss_name)(w)
     model = cvxdp.Model(loss, [cp.norm(w, 2) <= task.radius])
     k = args.moment_k
-    G_k = _moment_bound(parser, "--G-k", args.G_k, task.G(k), allowed=("law", "auto"))
-    G_2 = _moment_bound(parser, "--G-2", args.G_2, task.G(2.0), allowed=("law", "none"))
+    G_k = _moment_bound(parser, "--G-k", args.G_k, lambda: task.G(k), allowed=("law", "auto"))
+    G_2 = _moment_bound(parser, "--G-2", args.G_2, lambda: task.G(2.0), allowed=("law", "none"))
     train = {"x": task.X_train, "y": task.y_train}
     test = model.bind({"x": task.X_test, "y": task.y_test})
     print(f"cvxdp {cvxdp.__version__} — pure ε-DP convex learning on heavy-tailed data\n")
@@ -124,11 +125,16 @@ def demo(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _moment_bound(parser: argparse.ArgumentParser, flag: str, value: str, law: float,
+def _moment_bound(parser: argparse.ArgumentParser, flag: str, value: str, law: Callable[[], float],
                   allowed: tuple[str, ...]) -> float | str | None:
     """``--G-k``/``--G-2``: the dataset law's value, ``"auto"``, nothing, or a positive number."""
+    if value == "law":
+        try:
+            return law()
+        except KeyError as exc:  # the dataset's table has no bound of this order
+            parser.error(f"{flag} law: {exc.args[0]}; pass a number{' or auto' if 'auto' in allowed else ''}")
     if value in allowed:
-        return {"law": law, "auto": "auto", "none": None}[value]
+        return {"auto": "auto", "none": None}[value]
     try:
         number = float(value)
     except ValueError:

@@ -222,11 +222,12 @@ def test_schedule_growth_is_held_to_4_where_the_first_round_clips_far_above_G2(m
 
 def test_schedule_growth_rule_keeps_the_proxy_below_five_times_G2():
     """The switch sits at ``C = 5·G₂`` with the module's own constant (no patch): a first round clipping
-    at 3 or 4.99 × G₂ keeps the proxy's growth 8, at 5.01 × G₂ the growth is held to 4."""
+    at 3 or 4.999 × G₂ keeps the proxy's growth 8, at 5 × G₂ (the comparison is ``≥``) and above the
+    growth is held to 4."""
     from cvxdp.plan.schedule import _search_schedule
 
     args = (10_000, 10, 1.0, 8.0, 5.0, 4.0, 4.0)  # n, d, ε, k, G_k, G₂, D
-    for factor, growth in ((3.0, 8.0), (4.99, 8.0), (5.01, 4.0), (5.5, 4.0)):
+    for factor, growth in ((3.0, 8.0), (4.999, 8.0), (5.0, 4.0), (5.001, 4.0), (5.5, 4.0)):
         profile = TightProfile(clip=factor * 4.0)
         assert _search_schedule(*args, profile).growth == 8.0
         assert choose_schedule(*args, profile).growth == growth, factor

@@ -80,9 +80,13 @@ class _Quieter(TightProfile):
 def test_a_profile_subclass_keeps_its_overrides_once_the_tail_release_is_read():
     """``with_tail`` copies the profile it is called on: the released tail model joins the user's own
     class (its parameters and overrides), not a fresh default ``TightProfile``."""
+    from cvxdp.plan.tail_models import moment_tail
+
     mine = _Quieter(0.02, clip=3.0)
-    read = mine.with_tail(None)
-    assert type(read) is _Quieter and (read.kappa, read.clip) == (0.02, 3.0) and read is not mine
+    tail = moment_tail(4.0, 3.0)
+    read = mine.with_tail(tail)
+    assert type(read) is _Quieter and (read.kappa, read.clip, read.tail) == (0.02, 3.0, tail)
+    assert read is not mine and mine.tail is None  # the user's profile is not changed
     rng = np.random.default_rng(3)
     data = {"x": rng.standard_t(5, size=(3000, 3)), "y": rng.standard_t(5, size=3000)}
     kw = {"epsilon": 1.0, "moment_k": 4.0, "G_k": "auto", "random_state": 0,

@@ -128,6 +128,8 @@ def test_without_a_public_heavy_tail_auto_is_algorithm_1():
     assert not heavy_tail(3.0, None, 4.0) and not heavy_tail("auto", 1.0, 4.0)
     plan = cvxdp.PrivateProblem(_model()).plan(n=3000, epsilon=1.0, moment_k=4, G_k=3.0, tail_share=0.0)
     assert plan.inputs.algorithm == "population" and "no public G_2" in plan.describe()
+    estimated = cvxdp.PrivateProblem(_model()).plan(n=3000, epsilon=1.0, moment_k=4, G_k="auto", G_2=1e-5)
+    assert "G_k is estimated (G_k='auto'), not public" in estimated.describe()
 
 
 def test_the_heavy_tail_cut_reads_the_ratio_as_a_two_atom_tail_mass():

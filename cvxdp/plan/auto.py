@@ -140,7 +140,7 @@ def _ratio_text(ratio: float) -> str:
 def choose_algorithm(*, n: int, d: int, epsilon: float, D: float, moment_k: float, delta: float,
                      profile: Profile, may_clip: bool, fixed_lam: bool = False,
                      boosting_groups: int | None = None, population_options: bool = False,
-                     heavy: bool | None = None) -> tuple[str, bool, str]:
+                     heavy: bool | None = None, public_G_k: bool = True) -> tuple[str, bool, str]:
     """``(algorithm, clip_rule, reason)``: the plan ``"auto"`` runs for these public inputs, and why
     (the text :meth:`~cvxdp.plan.planner.ReleasePlan.describe` prints; public inputs only).
 
@@ -156,13 +156,15 @@ def choose_algorithm(*, n: int, d: int, epsilon: float, D: float, moment_k: floa
       for ``n`` (:func:`check_population_schedule`); if it has none, Algorithm 3 (with the clip rule
       when ``may_clip``).
 
-    ``heavy`` (default: ``may_clip``) says whether the moment bounds declared a heavy tail; it only
-    words the reason.
+    ``heavy`` (default: ``may_clip``) says whether the moment bounds declared a heavy tail, and
+    ``public_G_k`` whether ``G_k`` was given as a number (not ``"auto"``); they only word the reason.
     """
     heavy = may_clip if heavy is None else heavy
     ratio = n * epsilon / d
     shown = _ratio_text(ratio)
-    if not heavy:
+    if not heavy and not public_G_k:
+        population_reason = "G_k is estimated (G_k='auto'), not public: no heavy tail declared to clip at"
+    elif not heavy:
         population_reason = f"no public G_2 ≤ {clip_tail_ratio(moment_k):.4g}·G_k (a heavy tail) to clip at"
     elif ratio >= POPULATION_FROM:
         population_reason = f"n·ε/d = {shown} ≥ {POPULATION_FROM:g}"

@@ -215,7 +215,8 @@ class PublicInputs:
                 max_phases=self.max_phases, boosting_groups=self.boosting_groups, localize=self.localize)
             algorithm, clip, reason = choose_algorithm(
                 n=int(n), d=self.d, epsilon=self.epsilon, D=self.D, moment_k=self.moment_k, delta=self.delta,
-                profile=self.profile, may_clip=may_clip, heavy=heavy, fixed_lam=self.lam is not None,
+                profile=self.profile, may_clip=may_clip, heavy=heavy,
+                public_G_k=not isinstance(self.G_k, str), fixed_lam=self.lam is not None,
                 boosting_groups=self.boosting_groups,
                 population_options=any(v is not None for v in (self.lambda_growth, self.max_phases,
                                                                self.boosting_groups)))

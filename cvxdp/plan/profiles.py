@@ -180,7 +180,11 @@ class TightProfile(Profile):
         return (self.kappa, self.clip, id(self.tail) if self.tail is not None else None)
 
     def with_tail(self, tail: TailModel | None) -> TightProfile:
-        """A copy reading ``tail``: of this profile's own class, so a subclass keeps its overrides."""
+        """A copy reading ``tail``: of this profile's own class, so a subclass keeps its overrides.
+
+        A shallow copy (``copy.copy``): a subclass that caches anything derived from its tail, or
+        holds mutable state it must not share with the copy, overrides this method.
+        """
         out = copy.copy(self)
         out.tail = tail
         return out

@@ -149,8 +149,28 @@ def test_localized_projection_is_per_row_and_refuses_what_it_cannot_project():
     ellipse = localize(Ellipsoid(np.zeros(3), np.diag([1.0, 2.0, 3.0])), np.zeros(3), 0.5)
     far = ellipse.project(np.array([[1e200, 1e200, 0.0]]))
     assert np.all(np.isfinite(far)) and ellipse.contains(far, tol=1e-9).all()
-    with pytest.raises(DomainError, match="radii from the localized set's centre"):
+    with pytest.raises(DomainError, match="cannot be computed in floating point"):
         ellipse.project(np.array([[1e308, -1e308, 1e308]]))
+    # far, and beside a centre far from the origin: λ̄·c would overflow inside the bisection
+    c = np.full(3, 1e5)
+    boxed = localize(Box(c - 1.0, c + 1.0), c, 0.5)
+    with pytest.raises(DomainError, match="cannot be computed in floating point"):
+        boxed.project((c + np.array([1e307, 3e306, -2e306]))[None])
+
+
+@pytest.mark.parametrize("scale", [1e6, 1e16, 1e24])
+def test_ellipsoid_projection_with_a_large_eigenvalue(scale, rng):
+    """Newton's stopping test is relative to the multiplier: with an eigenvalue of 10¹⁶ the root μ*
+    is far below 1, and a test against max(1, μ) stopped after one step, outside the set."""
+    E = Ellipsoid(np.zeros(2), np.diag([1.0, 3.0]) * scale)
+    Y = rng.normal(size=(20, 2)) * np.array([1.0, 1e-3])
+    P = E.project(Y)
+    form = np.einsum("nd,de,ne->n", P, E.Q, P)
+    assert np.all(form <= 1.0 + 1e-12) and np.all(np.abs(form - 1.0) <= 1e-12)
+    # the optimality condition <y − p, p> = σ_E(y − p)
+    lhs = np.einsum("nd,nd->n", Y - P, P)
+    rhs = E.support(Y - P)
+    assert np.all(np.abs(lhs - rhs) <= 1e-9 * (np.abs(rhs) + np.linalg.norm(Y - P, axis=1) / np.sqrt(scale)))
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -143,6 +143,9 @@ def test_the_heavy_tail_cut_reads_the_ratio_as_a_two_atom_tail_mass():
         assert cut > CLIP_TAIL_RATIO and math.isclose(mass, CLIP_TAIL_RATIO**4, rel_tol=1e-12), k
     assert clip_tail_ratio(6.0) == clip_tail_ratio(8.0) == clip_tail_ratio(1000.0) == CLIP_TAIL_RATIO
     assert clip_tail_ratio(2.0) == 0.0 and not heavy_tail(3.0, 1e-9, 2.0)
+    at_two = cvxdp.PrivateProblem(_model()).plan(n=3000, epsilon=1.0, moment_k=2.0, G_k=3.0, G_2=1.0,
+                                                 tail_share=0.0)
+    assert "at k = 2 the public G_2 and G_k bound one moment" in at_two.describe()
     # Student-t ν = 3.5 with k = 2.5 (G₂/G_k = 0.877): heavy now, and auto clips there
     assert heavy_tail(1.0, 0.877, 2.5) and not heavy_tail(1.0, 0.877, 4.0)
     inp = _inputs(3000, moment_k=2.5, G_k=1.0, G_2=0.9)

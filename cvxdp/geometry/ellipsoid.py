@@ -96,7 +96,9 @@ class Ellipsoid(Domain):
                 h = np.sum(q * zz * zz / den**2, axis=-1) - 1.0
                 dh = -2.0 * np.sum(q * q * zz * zz / den**3, axis=-1)
                 m_new = np.where(active, m - h / dh, m)
-                active &= ~(np.abs(m_new - m) <= 1e-15 * np.maximum(1.0, m_new))
+                # relative to μ itself: with a large q the root μ* is far below 1, and a test against
+                # max(1, μ) stopped after one step at a point far outside the set
+                active &= ~(np.abs(m_new - m) <= 1e-15 * m_new)
                 m = m_new
                 if not np.any(active):
                     break

@@ -52,12 +52,15 @@ def inexact_projection(domain: Domain, center: np.ndarray, radius: float, points
             _, e = np.frexp(np.maximum(np.max(np.abs(yy[huge]), axis=-1), float(np.max(np.abs(center)))))
             dist[huge] = np.ldexp(row_norm(scaled_offsets(yy[huge], center)), e)
         lam_lo = np.zeros(yy.shape[0])
-        with np.errstate(over="ignore"):
+        with np.errstate(over="ignore", invalid="ignore"):
             lam_hi = np.maximum(0.0, dist / radius - 1.0)
-        if not np.all(np.isfinite(lam_hi)):
-            raise DomainError("a point is more than 10³⁰⁸ radii from the localized set's centre (or not "
-                              "finite), too far to project onto it in floating point; rescale the problem "
-                              "(such a point arises only from an astronomically large noise scale).")
+            # z_λ = (y + λc)/(1 + λ) must stay finite for every λ ≤ λ̄ the bisection may try
+            reach = lam_hi * (float(np.max(np.abs(center), initial=0.0)) + 1.0) + np.max(np.abs(yy), axis=-1)
+        if not np.all(np.isfinite(reach)):
+            raise DomainError("a point is so far from the localized set's centre (its distance over "
+                              "the radius, times the centre's size, beyond 10³⁰⁸) or so large that its "
+                              "projection cannot be computed in floating point; rescale the problem (such "
+                              "a point arises only from an astronomically large noise scale).")
         # each row bisects for its own number of steps (at most 200), so its point depends on it alone
         with np.errstate(over="ignore"):
             need = np.log2(np.maximum(dist * lam_hi / xi, 1.0))

@@ -13,6 +13,7 @@ from cvxdp.geometry.domain import EPS, Domain, as_points
 def project_onto_simplex(points: np.ndarray, scale: float = 1.0) -> np.ndarray:
     """Euclidean projection of each row onto ``{y ≥ 0 : Σ y = scale}`` (sort-based, exact)."""
     p = np.asarray(points, dtype=float)
+    scale = float(scale)  # a Python float: the test below overflows to inf without a warning
     if 4.0 * scale * max(p.shape[-1], 1) > np.finfo(float).max:  # partial sums down to −2·scale·d
         _, e = np.frexp(scale)  # exact: project y/2^e onto the simplex of scale/2^e, then scale back
         return np.ldexp(project_onto_simplex(np.ldexp(p, -int(e)), float(np.ldexp(scale, -int(e)))), int(e))

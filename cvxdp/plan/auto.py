@@ -164,6 +164,8 @@ def choose_algorithm(*, n: int, d: int, epsilon: float, D: float, moment_k: floa
     shown = _ratio_text(ratio)
     if not heavy and not public_G_k:
         population_reason = "G_k is estimated (G_k='auto'), not public: no heavy tail declared to clip at"
+    elif not heavy and not moment_k > 2.0:
+        population_reason = "at k = 2 the public G_2 and G_k bound one moment: no heavy tail to clip at"
     elif not heavy:
         population_reason = f"no public G_2 ≤ {clip_tail_ratio(moment_k):.4g}·G_k (a heavy tail) to clip at"
     elif ratio >= POPULATION_FROM:

@@ -44,7 +44,7 @@ class Ball(Domain):
             out = self.center + diff * scale
         far = np.isinf(nrm[..., 0]) & np.all(np.isfinite(p), axis=-1)
         if np.any(far):  # the norm overflowed: the direction from offsets scaled by a power of two
-            unit = scaled_offsets(p[far], self.center)
+            unit, _ = scaled_offsets(p[far], self.center)
             out[far] = self.center + unit * (self.radius / row_norm(unit))[:, None]
         return out
 

@@ -165,9 +165,9 @@ def ball_support(v: np.ndarray, center: np.ndarray, radius: float) -> np.ndarray
     return row_dot(v, np.asarray(center, float)) + radius * row_norm(v)
 
 
-def scaled_offsets(points: np.ndarray, center: np.ndarray) -> np.ndarray:
-    """``(y − c)·2^{−e}`` for each row ``y``, with ``2^{e−1} ≤ max(|y|, |c|) < 2^e``: an offset whose norm
-    neither overflows nor — for a row far away — loses its direction.
+def scaled_offsets(points: np.ndarray, center: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``((y − c)·2^{−e}, e)`` for each row ``y``, with ``2^{e−1} ≤ max(|y|, |c|) < 2^e``: an offset whose
+    norm neither overflows nor — for a row far away — loses its direction, and its exponent.
 
     For points so far from ``c`` that ``y − c`` or its norm overflows (``|y| ≳ 10¹⁵⁴``), which a
     projection still has to send to the right boundary point.  Scaling by a power of two is exact, so
@@ -177,8 +177,7 @@ def scaled_offsets(points: np.ndarray, center: np.ndarray) -> np.ndarray:
     c = np.asarray(center, float)
     top = np.maximum(np.max(np.abs(y), axis=-1), float(np.max(np.abs(c), initial=0.0)))
     _, e = np.frexp(top)
-    e = e[..., None]
-    return np.ldexp(y, -e) - np.ldexp(c, -e)
+    return np.ldexp(y, -e[..., None]) - np.ldexp(c, -e[..., None]), e
 
 
 def as_points(points: np.ndarray, dim: int) -> np.ndarray:

@@ -74,10 +74,8 @@ class Ellipsoid(Domain):
         far = ~(val <= FAR_FORM) & np.all(np.isfinite(p), axis=-1)
         rho = np.ones(val.shape)
         if np.any(far):
-            offsets = scaled_offsets(p[far], self.center)
+            offsets, e = scaled_offsets(p[far], self.center)
             z[far] = row_combine(offsets, self._V)
-            _, e = np.frexp(np.maximum(np.max(np.abs(p[far]), axis=-1),
-                                       float(np.max(np.abs(self.center), initial=0.0))))
             rho[far] = np.ldexp(1.0, -e)
             val[far] = np.inf
         mu = np.zeros(val.shape)

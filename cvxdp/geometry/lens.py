@@ -97,7 +97,7 @@ class Lens(Domain):
             n = row_norm(yp)[..., None]
         far = np.isinf(n[..., 0]) & np.all(np.isfinite(y), axis=-1)
         if np.any(far):  # only the direction matters: offsets scaled by a power of two
-            yp[far] = self._perp(scaled_offsets(y[far], self._h))
+            yp[far] = self._perp(scaled_offsets(y[far], self._h)[0])
             n[far] = row_norm(yp[far])[:, None]
         # any unit vector orthogonal to e works when y lies on the axis
         fallback = self._perp(np.eye(self.dim)[np.argmin(np.abs(self._e))])

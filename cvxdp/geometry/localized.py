@@ -49,8 +49,8 @@ def inexact_projection(domain: Domain, center: np.ndarray, radius: float, points
             dist = row_norm(yy - center)
         huge = ~np.isfinite(dist)  # the offset's norm overflowed: its size from offsets scaled by 2^{−e}
         if np.any(huge):
-            _, e = np.frexp(np.maximum(np.max(np.abs(yy[huge]), axis=-1), float(np.max(np.abs(center)))))
-            dist[huge] = np.ldexp(row_norm(scaled_offsets(yy[huge], center)), e)
+            offsets, e = scaled_offsets(yy[huge], center)
+            dist[huge] = np.ldexp(row_norm(offsets), e)
         lam_lo = np.zeros(yy.shape[0])
         with np.errstate(over="ignore", invalid="ignore"):
             lam_hi = np.maximum(0.0, dist / radius - 1.0)

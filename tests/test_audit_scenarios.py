@@ -152,8 +152,9 @@ def test_the_subsample_scenarios_run_the_subsample_start_with_the_record_in_it(n
 def test_the_audit_reaches_the_dual_master_and_its_fallback(monkeypatch):
     """The bundle master's dual (:mod:`cvxdp.erm.master_dual`) is a path a record can switch on: the
     tangent-kink record brings kink rows into the master on its side only, where the dual solves it, and
-    the tail-edge pair's fits meet both the dual's solution and its hand-over to the conic solver — so the
-    audits of those scenarios (quick mode here, full mode in ``benchmarks/bench_audit.py``) cover it."""
+    the tail-edge pair's fits meet its hand-over to the conic solver (they met the dual's solution too
+    while the tail histogram valued its bins at their upper edges) — so the audits of those scenarios
+    (quick mode here, full mode in ``benchmarks/bench_audit.py``) cover both outcomes."""
     import cvxdp.erm.problem as problem_module
     from cvxdp.privacy.random import SeededRandom
 
@@ -181,7 +182,7 @@ def test_the_audit_reaches_the_dual_master_and_its_fallback(monkeypatch):
         outcomes[name] = set(seen)
     assert (0, True) in outcomes["lad-tangent-kink-2^100/output-perturbation"]
     assert not any(s == 1 for s, _ in outcomes["lad-tangent-kink-2^100/output-perturbation"])
-    assert {ok for _, ok in outcomes["tail-edge/auto-G/output-perturbation"]} == {True, False}
+    assert False in {ok for _, ok in outcomes["tail-edge/auto-G/output-perturbation"]}
 
 
 @pytest.mark.parametrize("name", GUARANTEED)

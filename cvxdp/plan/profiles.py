@@ -209,7 +209,9 @@ class TightProfile(Profile):
         Q_{Gamma(d,s)}(1 − β)``, where ``R T_β(C)`` bounds
         ``max_U (F̂ − F̂_{C,U})`` with probability ``1 − β``
         (:func:`empirical_bias_bound`) and strong convexity of both objectives
-        at their minimizers gives ``||ŵ_{C,U} − ŵ|| ≤ sqrt(B/λ)``.
+        at their minimizers gives ``||ŵ_{C,U} − ŵ|| ≤ sqrt(B/λ)``.  With a private tail histogram
+        (:meth:`with_tail`) ``T_β`` is an estimate, not a bound: it values each example at its bin's
+        lower edge (:meth:`~cvxdp.privacy.tail.TailProfile.values`) and drops bins below the noise.
         """
         out = self.plan_arrays(R=np.array([R], float), lam=np.array([lam], float), m=np.array([m], float),
                                d=d, eps=np.array([eps], float), beta=np.array([beta], float), k=k, G_k=G_k,

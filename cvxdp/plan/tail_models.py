@@ -2,8 +2,9 @@
 
 The extension's bias ``(1/m) Σ (A(z_i) − C)₊`` sets the localization radii and the choice of ``C``;
 it never sets the noise.  A *tail model* bounds that bias at level ``β`` from public knowledge
-(:class:`MomentTail`: only ``E A^k ≤ G_k^k``), or from a private release
-(:class:`~cvxdp.privacy.tail.TailProfile`, the ε-DP histogram) combined with the public worst case
+(:class:`MomentTail`: only ``E A^k ≤ G_k^k``), or estimates it from a private release
+(:class:`~cvxdp.privacy.tail.TailProfile`, the ε-DP histogram, which values each example at its bin's
+lower edge and drops bins below the noise: an estimate, not a bound) combined with the public worst case
 (:class:`CombinedTail`).  Every model is a function of public inputs and charged releases only.
 """
 

@@ -4,7 +4,10 @@ First run on the commit before the plan-then-run refactor (412e93a) to freeze th
 every release used; the planner reproduced them float for float (3e2c649).  Regenerated once since,
 on purpose: the sensitivity and the noise scale are now rounded up so that ``s·ε ≥ Δ ≥`` the real
 sensitivity in exact arithmetic, which moved Δ, s and the radii by at most 1.2e-15 (relative) and no
-C, α, λ, ε, β or schedule.  Regenerate only for a change that says why:
+C, α, λ, ε, β or schedule.  Regenerated again when the tail histogram's values moved from each bin's
+upper edge to one fine bin below it (``TailProfile.values``): every case that spends a tail share
+plans a new ``C``, ``λ`` and schedule from the same released counts; the cases with ``tail_share=0``
+kept every float.  Regenerate only for a change that says why:
 ``python tests/golden/record_round_plans.py``; ``--add`` records the cases the file lacks and keeps
 every recorded one (how the ``auto-clip-rule-*`` cases were added when ``algorithm="auto"`` became
 the default — the ``population-*`` cases then name their algorithm, with the same plans).

@@ -36,7 +36,7 @@ def test_demo_takes_the_moment_bounds(capsys):
     out = capsys.readouterr().out
     # both bounds reach the plan: G_k = 20 is planned for, and the law's G₂ ≤ 0.85·G_k runs the clip rule
     assert "G_k = 20 (public: given), G₂ = " in out and "moment bound k = 4, G_k = 20" in out
-    assert "G_2/G_k ≤ 0.85 and n·ε/d = 1000 < 5000" in out
+    assert "G_2/G_k ≤ 0.85 and n·ε/d = 1000 < 2000" in out
     # a moment order the dataset's table lacks needs a number; with one the demo runs
     assert main(["demo", "--n", "2000", "--d", "3", "--no-progress", "--noise-seed", "0", "--moment-k", "3.5",
                  "--G-k", "20", "--no-diagnostics"]) == 0

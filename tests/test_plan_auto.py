@@ -90,10 +90,10 @@ def test_lam_with_algorithm_1_is_refused():
 
 
 def test_the_reason_never_rounds_onto_the_switch():
-    """n ε/d just below the switch prints below it (6 significant digits would print 5000 < 5000)."""
-    plan = cvxdp.PrivateProblem(_model(d=1)).plan(n=4_999_999, epsilon=1e-3, moment_k=4, G_k=3.0, G_2=1.0)
+    """n ε/d just below the switch prints below it (6 significant digits would print 2000 < 2000)."""
+    plan = cvxdp.PrivateProblem(_model(d=1)).plan(n=1_999_999, epsilon=1e-3, moment_k=4, G_k=3.0, G_2=1.0)
     text = plan.describe()
-    assert plan.inputs.clip_rule and "5000 < 5000" not in text and "4999.999" in text
+    assert plan.inputs.clip_rule and "2000 < 2000" not in text and "1999.999" in text
 
 
 def test_a_fixed_lam_runs_algorithm_3_with_it():
@@ -152,7 +152,7 @@ def test_the_heavy_tail_cut_reads_the_ratio_as_a_two_atom_tail_mass():
     assert inp.clip_rule and inp.algorithm == "recursive"
     plan = cvxdp.PrivateProblem(_model()).plan(n=3000, epsilon=1.0, moment_k=2.5, G_k=1.0, G_2=0.9,
                                                tail_share=0.0)
-    assert "G_2/G_k ≤ 0.9371 and n·ε/d = 1000 < 5000" in plan.describe()
+    assert "G_2/G_k ≤ 0.9371 and n·ε/d = 1000 < 2000" in plan.describe()
     above = cvxdp.PrivateProblem(_model()).plan(n=3000, epsilon=1.0, moment_k=2.5, G_k=1.0, G_2=0.95,
                                                 tail_share=0.0)
     assert above.inputs.algorithm == "population" and "no public G_2 ≤ 0.9371·G_k" in above.describe()

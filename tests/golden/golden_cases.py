@@ -40,8 +40,9 @@ CASES = {
                                        "G_k": 2.0}),
     # algorithm="auto" (the default) at n ε/d = 4000 (cvxdp.plan.auto): with a public G_2 ≤ 0.85 G_k,
     # Algorithm 3 with the clip rule (no histogram unless asked for); without one, Algorithm 1
-    "auto-clip-rule": ("lad", {"G_2": 1.0}),
-    "auto-clip-rule-tail": ("lad", {"G_2": 1.0, "tail_share": 0.1}),
+    # ε = 1: n ε/d = 1000, below the switch to Algorithm 1 (2000 since the histogram's lower-edge values)
+    "auto-clip-rule": ("lad", {"G_2": 1.0, "epsilon": 1.0}),
+    "auto-clip-rule-tail": ("lad", {"G_2": 1.0, "tail_share": 0.1, "epsilon": 1.0}),
     "auto-without-G2": ("lad", {}),
     "recursive-tight": ("lad", {"algorithm": "recursive", "tail_share": 0.0}),
     "recursive-tail": ("lad", {"algorithm": "recursive"}),

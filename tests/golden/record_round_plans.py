@@ -7,7 +7,9 @@ sensitivity in exact arithmetic, which moved Δ, s and the radii by at most 1.2e
 C, α, λ, ε, β or schedule.  Regenerated again when the tail histogram's values moved from each bin's
 upper edge to one fine bin below it (``TailProfile.values``): every case that spends a tail share
 plans a new ``C``, ``λ`` and schedule from the same released counts; the cases with ``tail_share=0``
-kept every float.  Regenerate only for a change that says why:
+kept every float.  The two ``auto-clip-rule*`` cases were re-recorded at ε = 1 when ``"auto"``'s switch to
+Algorithm 1 moved from ``n ε/d = 5000`` to 2000 (at ε = 4 their ``n ε/d = 4000`` would no longer run the
+clip rule they lock).  Regenerate only for a change that says why:
 ``python tests/golden/record_round_plans.py``; ``--add`` records the cases the file lacks and keeps
 every recorded one (how the ``auto-clip-rule-*`` cases were added when ``algorithm="auto"`` became
 the default — the ``population-*`` cases then name their algorithm, with the same plans).

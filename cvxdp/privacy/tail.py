@@ -289,10 +289,10 @@ class TailProfile:
         return mu, second
 
     def bias_bound(self, C: np.ndarray, m, beta) -> np.ndarray:
-        """A level-``β`` bound on a batch mean ``(1/m) Σ (A_i − C)₊`` under the estimated law.
+        """A level-``β`` Cantelli estimate of a batch mean ``(1/m) Σ (A_i − C)₊`` under the estimated law
+        (a bound only for that law: each example sits at its bin's :meth:`values`, below its ``A``).
 
-        Cantelli with the estimated mean and second moment of ``(A − C)₊``
-        (each example at its bin's :meth:`values`).  Mass in bins that fell below
+        Cantelli with the estimated mean and second moment of ``(A − C)₊``.  Mass in bins that fell below
         the noise threshold is treated as absent — a sparse far tail can be
         missed; this steers ``C`` and the radii (utility), never the noise.
         Broadcasts over ``C``, ``m`` and ``β``.

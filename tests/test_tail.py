@@ -66,6 +66,27 @@ def test_histogram_is_charged_before_noise_and_estimates_the_tail():
         assert 0.8 * below <= est <= 1.2 * emp + 1e-3
 
 
+
+def test_noise_free_values_bracket_every_example_and_the_bias_curve():
+    """On exact counts (no noise, nothing dropped) each example sits in ``(v, r v]`` with ``v`` its bin's
+    value — the interior bins' lower edges — so the estimated bias curve lies between the curve of
+    ``A/r`` and the true one at every ``C``: a minorant of ``E(A − C)₊``, off by less than one bin."""
+    from cvxdp.privacy.tail import TailProfile, tail_edges
+
+    A = np.exp(np.random.default_rng(5).normal(0.0, 1.5, 4000))
+    edges = tail_edges(1e-3, 1e3, 2)
+    bins = np.searchsorted(edges, A, side="left")
+    counts = np.bincount(bins, minlength=edges.size + 1)
+    prof = TailProfile(edges=edges, mass=counts / counts.sum(), epsilon=1.0, threshold=0.0, n=A.size)
+    r = math.sqrt(2.0)
+    v = prof.values()
+    assert np.allclose(v[1:edges.size], edges[:-1], rtol=1e-12)  # a grid bin's value is its lower edge
+    assert np.all((v[bins] < A) & (A <= r * v[bins] * (1 + 1e-12)))
+    for C in np.geomspace(0.05, 50.0, 13):
+        est = float(prof.bias_mean(np.array([C]))[0])
+        assert np.mean(np.maximum(A / r - C, 0.0)) - 1e-12 <= est <= np.mean(np.maximum(A - C, 0.0)) + 1e-12
+    assert np.mean(A**4) ** 0.25 / r <= prof.moment(4.0) <= np.mean(A**4) ** 0.25
+
 def test_auto_moment_bound_end_to_end():
     task = student_t_lad(n=20_000, d=3, nu=6.0, n_test=10, seed=3)
     model = _model(3)

@@ -1214,7 +1214,7 @@ def _register() -> dict[str, Scenario]:
     out.append(Scenario(
         "lad-row-1e12/population-slow-growth",
         "LAD n=10^4 on the radius-2 ball, one row with |x|, |y| = 1e12, G_k=3, G_2=0.3, "
-        "algorithm='population': the proxy's schedule clips its first round at C ≥ 5 G₂, so Algorithm 1's "
+        "algorithm='population': the proxy's schedule clips its first round at C ≥ 3.5 G₂, so Algorithm 1's "
         "λ growth is held to 4",
         _extreme_row_xy_pair, solve_fit(_lad_ball2_model, epsilon=1.0, moment_k=4.0, G_k=3.0, G_2=0.3,
                                         algorithm="population"),

@@ -201,8 +201,9 @@ SEARCH_SCALES = tuple(float(s) for s in np.logspace(-1, 2, 10))
 SEARCH_GROWTHS = (2.0, 4.0, 8.0)
 #: The λ growth of Algorithm 1 where its first round clips far above the bulk (:func:`choose_schedule`).
 SLOW_GROWTH = 4.0
-#: The first round's ``C / G₂`` from which the schedule search keeps to :data:`SLOW_GROWTH`.
-SLOW_GROWTH_FROM = 5.0
+#: The first round's ``C / G₂`` from which the schedule search keeps to :data:`SLOW_GROWTH` (5 when the
+#: tail histogram valued its bins at their upper edges; its values are now one bin ratio, √2, lower).
+SLOW_GROWTH_FROM = 3.5
 
 
 def choose_schedule(n: int, d: int, epsilon: float, k: float, G_k: float, G_2: float, D: float,
@@ -233,6 +234,18 @@ def choose_schedule(n: int, d: int, epsilon: float, k: float, G_k: float, G_2: f
     Below the switch the sign varies: Student-t ``ν = 5`` at ``n = 10⁵`` (4.7) 0.0013 → 0.0014,
     ``ν = 3.5`` at ``n = 3·10⁴`` (3.8) 0.0038 → 0.0040 and at ``10⁴`` (2.7) 0.011 → 0.0084, ``ν = 9``
     at ``n = 10⁵`` (2.8) 0.00055 → 0.00070, and the real data sets (1.2–1.9) up to 2.3× worse.
+
+    Those ratios were read when the tail histogram valued each bin at its upper edge, and the switch
+    stood at 5.  Valued at their lower edges (:meth:`~cvxdp.privacy.tail.TailProfile.values`) the bins
+    plan a ``C`` one bin ratio (√2) lower, so every histogram-planned ratio above fell by about √2 and
+    the switch moved with it, to 3.5 (≈ 5/√2): the same side of it for every case listed, except the
+    two that the lower values had carried below 5 and out of the slow growth — high-leverage
+    ``n = 3·10⁴`` (now 4.1) and Student-t ``ν = 3.5`` at ``n = 10⁵`` (now 3.9).  Measured there (lower
+    edges, growth 8 → 4, median excess risk): high-leverage ``n = 3·10⁴`` 0.0150 → 0.0055 over seeds
+    0–4 and 0.0095 → 0.0079 over 15 seeds; Student-t ``ν = 3.5`` at ``n = 10⁵`` 0.00117 → 0.00064
+    (5 seeds).  Unchanged (the ratio stays below 3.5 or was already above 5): Student-t ``ν = 5`` at
+    ``n ≤ 10⁵`` (3.4 at 10⁵), ``ν = 9``, the lower-bound instance for k = 2.5, 4, 8 at ``n = 3·10⁴``
+    and ``10⁵``, high-leverage at ε = 3 and 10, and the large real data sets at full size.
 
     A search over public quantities only (``C`` is the profile's plan from public inputs and, with a
     tail model, the charged tail release); the paper's schedule (growth 8, scale 1, all phases) is

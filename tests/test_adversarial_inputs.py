@@ -173,7 +173,7 @@ def test_oracle_and_audit_catalogue():
 @pytest.mark.parametrize("bad", [
     {"erm": "conic"}, {"tail_share": "abc"}, {"tail_share": "0.1"}, {"tail_share": True},
     {"tail_range": (1e-300, 1e300)}, {"localize": "no"}, {"max_phases": 2.0}, {"boosting_groups": 0},
-    {"progress": 1}, {"G_k": 1e300},
+    {"progress": 1}, {"G_k": 1e300}, {"G_k": 5e-324},
 ], ids=repr)
 def test_option_catalogue(bad):
     """Each option is refused with a ParameterError that says what is accepted (no builtin errors)."""

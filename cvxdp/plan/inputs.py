@@ -185,6 +185,10 @@ class PublicInputs:
                                          "tail_share=0.")
         if tail_share > 0 and grid is None:
             grid = (1e-6, 1e10) if auto else (1e-4 * G_k, 1e4 * G_k)
+            if not (grid[0] > 0.0 and math.isfinite(grid[1])):
+                raise ParameterError(f"G_k = {G_k!r} puts the tail histogram's default range (1e-4·G_k, "
+                                     "1e4·G_k) outside the floating-point numbers; rescale the loss, pass a "
+                                     "public tail_range in the data's units, or tail_share=0.")
         boosting_groups = _positive_int_or_none("boosting_groups", boosting_groups)
         localize = _flag("localize", localize)
         inputs = cls(d=int(d), D=float(D), epsilon=eps, moment_k=k, G_k=G_k, G_2=G_2, delta=delta,

@@ -67,6 +67,27 @@ def test_histogram_is_charged_before_noise_and_estimates_the_tail():
 
 
 
+def test_histogram_refuses_a_grid_whose_values_underflow_before_charging():
+    """A ``low`` whose lowest bin value (one bin ratio below it) underflows would value examples at 0
+    and estimate ``G_k = 0``; it is refused, as is a non-integer ``bins_per_octave``, before the ledger
+    is charged (both are public inputs)."""
+    from cvxdp.error import ParameterError
+
+    model = _model(3)
+    ex = model.bind({"x": np.ones((20, 3)), "y": np.zeros(20)})
+    for grid in ({"low": 5e-324, "bins_per_octave": 1}, {"bins_per_octave": 0}, {"bins_per_octave": 2.0},
+                 {"bins_per_octave": True}):
+        ledger = PrivacyLedger(ex.m, 0.1)
+        with pytest.raises(ParameterError):
+            private_tail_profile(model, ex, epsilon=0.1, ledger=ledger, source=SeededRandom(0), **grid)
+        assert ledger.entries == [] and ledger.spent == 0.0
+    # the smallest low whose lowest value is still positive (2 subnormal ulps, halved) is accepted, its
+    # range of more than 2^1000 counted in logarithms, and every value is positive
+    tail = private_tail_profile(model, ex, epsilon=0.1, ledger=PrivacyLedger(ex.m, 0.1),
+                                source=SeededRandom(0), low=1e-323, bins_per_octave=1)
+    assert np.all(tail.values() > 0)
+
+
 def test_noise_free_values_bracket_every_example_and_the_bias_curve():
     """On exact counts (no noise, nothing dropped) each example sits in ``(v, r v]`` with ``v`` its bin's
     value — the interior bins' lower edges — so the estimated bias curve lies between the curve of

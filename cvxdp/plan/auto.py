@@ -28,20 +28,21 @@ then spends no default share of ε on the tail histogram
 keeps it, and ``C`` is lowered to its estimate ``Ĝ₂`` when that is smaller.
 
 Both switches were measured, not derived (``benchmarks/bench_utility.py``, ``d = 10``, ``k = 4``, 5–15
-seeds): on the heavy-tailed LAD instances (``G₂/G_k`` = 0.41 high-leverage, 0.73 Student-t, 0.5–0.83
-on the lower-bound family) the clip rule had the lower median excess risk at ``n ε / d ≤ 10³``
-and, since the tail histogram values its bins at their lower edges
+seeds): on the heavy-tailed LAD instances (``G₂/G_k`` = 0.41 high-leverage, 0.73 Student-t, 0.5–0.83 on
+the lower-bound family) the clip rule had the lower median excess risk at ``n ε / d ≤ 10³`` and, since
+the tail histogram values its bins at their lower edges
 (:meth:`~cvxdp.privacy.tail.TailProfile.values`), Algorithm 1 at ``n ε / d ≥ 3·10³`` — at ``n = 3·10⁴``,
 ε = 1: high-leverage 0.015 against 0.016 (0.0055 once Algorithm 1's growth switch moved to
-``C ≥ 3.5 G₂``, :func:`~cvxdp.plan.schedule.choose_schedule`), Student-t 0.0028 against 0.0032, the lower-bound instance
-0.027/0.0086/0.0041 against 0.036/0.017/0.0086 at ``k`` = 2.5/4/8, Student-t ``ν = 9`` at ``k = 8``
-0.0018 against 0.0024, and high-leverage at ``n = 10⁵``, ε = 0.3, 0.014 against 0.017; the one loss,
-Student-t ``ν = 3.5`` at ``k = 2.5``, 0.0049 against 0.0041 (clipped output perturbation's rule: 0.0052).
-At ``n ε / d = 10³`` the high-leverage tail still wants the clip rule (0.054 against 0.018), so the
-switch sits between, at 2·10³, on neither measured size; on the real data sets (``G₂/G_k``
-0.85–0.995) Algorithm 1 was far better at every size tried (diamonds' LAD at ``n = 10³``, ``ε = 1``:
-0.011 against 0.17 — its phases re-centre on their predecessors, while the clip rule's single batch is
-pulled toward the domain's centre).  Other losses and laws may cross elsewhere: pass ``algorithm=`` to choose.
+``C ≥ 3.5 G₂``, :func:`~cvxdp.plan.schedule.choose_schedule`), Student-t 0.0028 against 0.0032, the
+lower-bound instance 0.027/0.0086/0.0041 against 0.036/0.017/0.0086 at ``k`` = 2.5/4/8, Student-t
+``ν = 9`` at ``k = 8`` 0.0018 against 0.0024, and high-leverage at ``n = 10⁵``, ε = 0.3, 0.014 against
+0.017; the one loss, Student-t ``ν = 3.5`` at ``k = 2.5``, 0.0049 against 0.0041 (clipped output
+perturbation's rule: 0.0052). At ``n ε / d = 10³`` the high-leverage tail still wants the clip rule
+(0.054 against 0.018), so the switch sits between, at 2·10³, on neither measured size; on the real data
+sets (``G₂/G_k`` 0.85–0.995) Algorithm 1 was far better at every size tried (diamonds' LAD at
+``n = 10³``, ``ε = 1``: 0.011 against 0.17 — its phases re-centre on their predecessors, while the clip
+rule's single batch is pulled toward the domain's centre). Other losses and laws may cross elsewhere:
+pass ``algorithm=`` to choose.
 
 Privacy: the choice reads ``n`` (public under replace-one neighbouring), ``d``, ``ε``, ``G_k``,
 ``G_2`` and the options — never the data — so which plan runs is itself public; ``Ĝ₂`` is

@@ -52,7 +52,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from cvxdp._validation import positive_finite, privacy_epsilon, probability
-from cvxdp.error import UncertifiableLossError, UtilityWarning
+from cvxdp.error import ParameterError, UncertifiableLossError, UtilityWarning
 from cvxdp.geometry import Domain
 from cvxdp.geometry.certified import row_support_bound, row_support_bound_both
 from cvxdp.loss import Examples
@@ -343,7 +343,10 @@ def sum_laplace_threshold(scale: float, terms: int, beta: float) -> float:
 def histogram_bins(low: float, high: float, bins_per_octave: int) -> int:
     """``J``: the geometric bins of ratio ``2^{1/bins_per_octave}`` that cover ``[low, high]``
     (the histogram has ``J + 2`` counts: below the grid, the ``J`` bins, above it)."""
-    return math.ceil(math.log2(high / low) * bins_per_octave)
+    ratio = high / low
+    # a range wider than the floats (a subnormal low) overflows the quotient: its logarithms do not
+    octaves = math.log2(ratio) if math.isfinite(ratio) else math.log2(high) - math.log2(low)
+    return math.ceil(octaves * bins_per_octave)
 
 
 def tail_edges(low: float, high: float, bins_per_octave: int) -> np.ndarray:
@@ -390,6 +393,13 @@ def private_tail_profile(model: Model, examples: Examples, *, epsilon: float, le
     beta = probability("beta", beta)
     if high <= low:
         raise ValueError("the histogram's range needs high > low")
+    if (isinstance(bins_per_octave, bool) or not isinstance(bins_per_octave, int | np.integer)
+            or bins_per_octave < 1):
+        raise ParameterError(f"bins_per_octave must be a positive integer, got {bins_per_octave!r}.")
+    bins_per_octave = int(bins_per_octave)
+    if not low / 2.0 ** (1.0 / bins_per_octave) > 0.0:
+        raise ParameterError(f"low = {low!r} is so small that the value of the histogram's lowest bin (one "
+                             "bin ratio below it) underflows to 0; raise low.")
     J = histogram_bins(low, high, bins_per_octave)
     edges = tail_edges(low, high, bins_per_octave)
     if isinstance(examples, Examples):

@@ -10,8 +10,10 @@ the not-neighbours control that shows the audit catches a plan moving with the d
 documented known limitation (a smooth link's refusal) measured rather than guaranteed.
 
 Per scenario, :func:`~cvxdp.audit.run_scenario` first runs both sides under a common seed (they must
-release with identical public records), then audits ``full_runs`` runs per side: a held-out threshold
-test gives a 95% Clopper–Pearson lower bound on ε, *every exception counted as an output* ``⊥``.
+release with identical public records; where the two sides' tails differ, side 1 is handed side 0's
+released histogram counts, :class:`~cvxdp.audit.CountCoupling`), then audits ``full_runs`` runs per
+side: a held-out threshold test gives a 95% Clopper–Pearson lower bound on ε, *every exception counted
+as an output* ``⊥``.
 Where the certified minimizer is cached (a first round on ``U = W``: one-shot output perturbation and
 single-round fits) a run costs milliseconds and the audit takes ≥ 2000 runs per side (10⁴ for the
 closed-form adapters); whole pipelines that re-solve on every run (population localization with its
@@ -124,8 +126,9 @@ def markdown_table(result: dict, seed: int) -> str:
     lines = [f"Measured by `python benchmarks/bench_audit.py` (seed {seed}, {result['minutes']:.0f} "
              "minutes): the regression scenarios of `cvxdp.audit.SCENARIOS` and the pure-DP baselines, "
              "ε = 1, 95% Clopper–Pearson lower bounds from held-out runs, every exception counted as an "
-             "output. *Coupled runs*: both sides under one common seed, which must release with identical "
-             "public records (ledger, plan constants, schedule, classes).", "",
+             "output. *Coupled runs*: both sides under one common seed (and, where their tails differ, the "
+             "same released histogram counts), which must release with identical public records (ledger, "
+             "plan constants, schedule and its growth, classes).", "",
              "| scenario | pair and call | claimed ε | audited ε ≥ | runs per side | coupled runs "
              "| refusals (D, D′) | verdict |",
              "|---|---|---|---|---|---|---|---|"]

@@ -49,6 +49,7 @@ side; elsewhere it takes few.  The tests run each scenario in its quick mode
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import numbers
@@ -69,7 +70,7 @@ from cvxdp.model import Model
 from cvxdp.plan.inputs import PublicInputs
 from cvxdp.plan.planner import Planner
 from cvxdp.plan.profiles import RoundPlan
-from cvxdp.privacy.mechanisms import L2LaplaceMechanism, laplace_scale
+from cvxdp.privacy.mechanisms import DiscreteLaplaceCounts, L2LaplaceMechanism, laplace_scale
 from cvxdp.privacy.random import NoiseSource, SecureRandom, SeededRandom
 from cvxdp.problem import PrivateProblem, PrivateResult
 from cvxdp.run import release as _algorithm2
@@ -479,7 +480,8 @@ def _result_release(result: PrivateResult) -> Release:
                                                        first.plan.sensitivity, first.plan.noise_scale),
             "tail": [(e.sensitivity, e.noise_scale) for e in result.ledger.entries
                      if e.mechanism == "private tail histogram"],
-            "schedule": None if sched is None else (sched.sizes, sched.lambdas, sched.groups),
+            "schedule": None if sched is None else (sched.sizes, sched.lambdas, sched.groups, sched.growth,
+                                                    sched.reason),
             # None when no fit ran: NaN ≠ NaN would read as a mismatch of identical plans
             "moment bound": result.moment_bound if math.isfinite(result.moment_bound) else None,
             "epsilon spent": result.ledger.spent,
@@ -623,8 +625,9 @@ class Scenario:
     ``coupled_runs``: runs per side under a *common* seed, which must release on both sides with
     the same public record.  ``same_tail``: both sides have the same per-example Lipschitz
     constants, so the tail histogram's counts agree and, under a common seed, the whole plan must
-    be identical; otherwise only its public-input part must (the rest is a function of an ε-DP
-    release and is audited through ``vector``).  ``sound=False`` marks a deliberately broken
+    be identical; otherwise the coupled runs hand side 1 side 0's released counts
+    (:class:`CountCoupling`) and the whole plan must be identical again — what the released counts
+    themselves reveal is audited through ``vector``.  ``sound=False`` marks a deliberately broken
     mechanism or a pair that is not neighbours: the audit must flag it (the suite's power).
     ``known_limitation``: a documented refusal (SECURITY.md), kept to measure it, not a guarantee.
     """
@@ -704,6 +707,60 @@ class ScenarioResult:
                 "seconds": self.seconds}
 
 
+class CountCoupling:
+    """Couples the count releases of a pair's two sides in a coupled run, as the privacy proof does.
+
+    Two sides whose per-example Lipschitz constants differ (``same_tail=False``) release different
+    noisy histograms under a common seed, so their plans may differ through an ε-DP release — and a
+    plan compared only on its public inputs could hide a leak downstream of it (a growth, a ``C`` or a
+    fallback taken from the raw counts).  Within :meth:`recording`, every
+    :class:`~cvxdp.privacy.mechanisms.DiscreteLaplaceCounts` release of side 0 is kept; within
+    :meth:`replaying`, side 1 draws its own noise (so every later draw of the common seed stays
+    aligned) and is handed side 0's release instead: the coupling ``Z₁ = Z₀ + c₀ − c₁`` of the
+    discrete Laplace noise, under which both sides see the same released counts.  Everything after
+    them is post-processing, so the two whole public records must then agree.  A release side 0 did
+    not make (another number or shape of count releases) is left as drawn and marks the run
+    ``misaligned``: a difference in what is released, read as a mismatch.
+    """
+
+    def __init__(self) -> None:
+        self.recorded: list[np.ndarray] = []
+        self.replayed = 0
+        self.misaligned = False
+
+    @contextlib.contextmanager
+    def _patched(self, replay: bool):
+        original = DiscreteLaplaceCounts.release
+        coupling = self
+
+        def release(mech, value, source, box=None, snap=True):
+            out = original(mech, value, source, box, snap)
+            if not replay:
+                coupling.recorded.append(out.copy())
+                return out
+            i, coupling.replayed = coupling.replayed, coupling.replayed + 1
+            if i < len(coupling.recorded) and coupling.recorded[i].shape == out.shape:
+                return coupling.recorded[i].copy()
+            coupling.misaligned = True
+            return out
+
+        DiscreteLaplaceCounts.release = release
+        try:
+            yield self
+        finally:
+            DiscreteLaplaceCounts.release = original
+            if replay and coupling.replayed != len(coupling.recorded):
+                coupling.misaligned = True
+
+    def recording(self):
+        """Side 0: release as usual and keep every noisy count vector."""
+        return self._patched(replay=False)
+
+    def replaying(self):
+        """Side 1: draw as usual, release side 0's counts (in order) instead."""
+        return self._patched(replay=True)
+
+
 def _compare(r0: Release, r1: Release, whole_plan: bool) -> list[str]:
     a, b = (r0.plan, r1.plan) if whole_plan else (r0.public, r1.public)
     keys = sorted(set(a) | set(b))
@@ -715,11 +772,12 @@ def run_scenario(name: str, runs: int | None = None, *, quick: bool = False, ran
     """Run the scenario ``name`` of :data:`SCENARIOS`: coupled runs, then (if any) a statistical audit.
 
     1. ``coupled_runs`` times, both sides run under one common seed (``(random_state, j)``): every
-       exception is counted as a refusal of its side, and the two public records are compared —
-       the whole plan when the scenario's ``same_tail`` holds, its public-input part otherwise.
+       exception is counted as a refusal of its side, and the two whole public records are compared.
        Under a common seed every noise draw is the same on both sides, and the draws' *number*
-       does not depend on the data, so a difference is a function of the data outside the
-       ε-DP releases — a leak whatever its probability.
+       does not depend on the data; where the scenario's ``same_tail`` does not hold, the count
+       releases are coupled too (:class:`CountCoupling`: side 1 is handed side 0's noisy
+       histograms).  So a difference is a function of the data outside the ε-DP releases — a leak
+       whatever its probability.
     2. ``runs`` audited runs per side (default ``quick_runs`` or ``full_runs``; fewer than 20: no
        audit) with :func:`audit`, every exception an output ``⊥``.
     """
@@ -734,14 +792,22 @@ def run_scenario(name: str, runs: int | None = None, *, quick: bool = False, ran
     fit = sc.make_fit()
     for j in range(coupled):
         out = []
+        coupling = CountCoupling()
         for side, data in enumerate((d0, d1)):
+            # same_tail: the counts agree, so a common seed releases equal histograms unaided
+            couple = (contextlib.nullcontext() if sc.same_tail
+                      else coupling.recording() if side == 0 else coupling.replaying())
             try:
-                out.append(fit(data, SeededRandom(np.random.default_rng([int(random_state), j]))))
+                with couple:
+                    out.append(fit(data, SeededRandom(np.random.default_rng([int(random_state), j]))))
             except Exception as exc:  # every exception is an output of its own
                 raised[side][type(exc).__name__] = raised[side].get(type(exc).__name__, 0) + 1
                 out.append(None)
         if None not in out:
-            mismatches += [k for k in _compare(out[0], out[1], sc.same_tail) if k not in mismatches]
+            found = _compare(out[0], out[1], True)
+            if coupling.misaligned:
+                found.append("count releases")
+            mismatches += [k for k in found if k not in mismatches]
     n_runs = (sc.quick_runs if quick else sc.full_runs) if runs is None else int(runs)
     result = None
     if n_runs >= 20:
@@ -1083,6 +1149,24 @@ def _extreme_row_xy_pair() -> tuple[dict, dict]:
     return tuple({"x": p["X"], "y": p["y"]} for p in extreme_row_pair(n=10_000, d=2, big=1e12))
 
 
+def _growth_switch_pair() -> tuple[dict, dict]:
+    """Student-t LAD data (``n = 10⁴``, ``d = 2``) whose last row is ``x = (e, 0)``, ``y = 0`` in
+    ``data_0`` and ``x = 0`` in ``data_1``, with ``e`` the first edge above 3.5 of the tail grid of
+    ``G_k = 3`` (4.92).  With ``G₂ = 1`` the first round's ``C`` sits near the growth switch
+    ``C ≥ 3.5 G₂``, and that row's count can carry it across: at the common seed 25, without coupled
+    counts, ``C/G₂`` is 3.48 (growth 8) on one side and 3.68 (growth 4) on the other — through the
+    released histogram, which :class:`CountCoupling` makes equal."""
+    from cvxdp.privacy.tail import tail_edges
+
+    d0, _ = extreme_row_pair(n=10_000, d=2, seed=1)
+    edges = tail_edges(1e-4 * 3.0, 1e4 * 3.0, 2)
+    edge = float(edges[np.searchsorted(edges, 3.5)])
+    X0, X1 = d0["X"].copy(), d0["X"].copy()
+    y = d0["y"].copy()
+    X0[-1], X1[-1], y[-1] = (edge, 0.0), (0.0, 0.0), 0.0
+    return {"x": X0, "y": y}, {"x": X1, "y": y.copy()}
+
+
 def _corner_pair() -> tuple[dict, dict]:
     """LAD data in ``d = 3`` (two Gaussian features and an intercept column, ``n = 1500``) whose
     optimum on :func:`_lad_two_faces_model`'s domain sits where the sphere and both faces meet; the
@@ -1219,6 +1303,14 @@ def _register() -> dict[str, Scenario]:
         _extreme_row_xy_pair, solve_fit(_lad_ball2_model, epsilon=1.0, moment_k=4.0, G_k=3.0, G_2=0.3,
                                         algorithm="population"),
         full_runs=20, coupled_runs=1, same_tail=False))
+    out.append(Scenario(
+        "lad-edge-row/population-growth-switch",
+        "LAD n=10^4 on the radius-2 ball, G_k=3, G_2=1, algorithm='population': one row x = (4.92, 0), "
+        "at a tail-grid edge, vs x = 0 — its count can carry the first round's C across the growth "
+        "switch C ≥ 3.5 G₂",
+        _growth_switch_pair, solve_fit(_lad_ball2_model, epsilon=1.0, moment_k=4.0, G_k=3.0, G_2=1.0,
+                                       algorithm="population"),
+        full_runs=20, coupled_runs=2, same_tail=False))
     out.append(Scenario(
         "tail-edge/auto-G/output-perturbation",
         "LAD n=154 at x = 0.2, one row x = 1e6, G_k='auto': the histogram's count at its noise "

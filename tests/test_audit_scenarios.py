@@ -115,9 +115,10 @@ def test_the_slow_growth_scenario_runs_the_held_schedule_on_both_sides():
     for data in sc.build():
         for seed in range(2):
             plan = fit(data, SeededRandom(seed)).plan
-            _, lambdas, _ = plan["schedule"]
+            _, lambdas, _, growth, reason = plan["schedule"]
             assert plan["tail"]  # the default fit's path: C, and so the rule, read the tail release
             assert len(lambdas) >= 3 and np.allclose(np.array(lambdas[1:]) / lambdas[:-1], 4.0)
+            assert growth == 4.0 and reason.startswith("growth held to 4")
 
 
 @pytest.mark.parametrize("name", ["lad-label-1e10/subsample-start/output-perturbation",
@@ -230,6 +231,58 @@ def test_a_public_record_that_moves_with_the_data_is_a_mismatch():
         assert run_scenario(sc.name, runs=0, random_state=0).ok
     finally:
         del SCENARIOS[sc.name]
+
+
+def test_a_plan_read_off_the_raw_counts_is_a_mismatch_when_the_tails_differ(monkeypatch):
+    """A pair whose tails differ (``same_tail=False``) releases different histograms, yet the coupled
+    runs still compare the whole plan: side 1 is handed side 0's released counts, so a schedule that
+    reads the *raw* counts (here: the largest unreleased Lipschitz constant picks the growth) shows."""
+    import cvxdp.plan.planner as planner_module
+    import cvxdp.privacy.tail as tail_module
+    from cvxdp.plan.schedule import _search_schedule
+
+    name = "lad-row-1e12/population-slow-growth"
+    assert not SCENARIOS[name].same_tail
+    assert run_scenario(name, runs=0, random_state=0).ok  # the honest pipeline
+
+    raw: dict = {}
+    real_counts, real_choose = tail_module.tail_counts, planner_module.choose_schedule
+
+    def counts(model, examples, edges):
+        raw["max"] = float(np.max(tail_module.lipschitz_constants(model, examples)))  # never released
+        return real_counts(model, examples, edges)
+
+    def choose(*args, **kwargs):  # one record's magnitude decides whether the growth is held
+        leak = raw.get("max", 0.0) > 1e6
+        return _search_schedule(*args, **kwargs) if leak else real_choose(*args, **kwargs)
+
+    monkeypatch.setattr(tail_module, "tail_counts", counts)
+    monkeypatch.setattr(planner_module, "choose_schedule", choose)
+    r = run_scenario(name, runs=0, random_state=0)
+    assert not r.ok and "schedule" in r.mismatches, r.summary()
+
+
+def test_count_coupling_hands_side_one_the_released_counts_and_keeps_the_seed_aligned():
+    """Side 1 draws its own noise (so the next draw of the common seed agrees on both sides) and
+    releases side 0's counts; a release side 0 did not make marks the run misaligned."""
+    from cvxdp.audit import CountCoupling
+    from cvxdp.privacy.mechanisms import DiscreteLaplaceCounts
+
+    mech = DiscreteLaplaceCounts(2.0, 1.0, 4)
+    c0, c1 = np.array([5, 0, 3, 1]), np.array([5, 1, 2, 1])
+    coupling, outs, nexts = CountCoupling(), [], []
+    for side, counts in enumerate((c0, c1)):
+        source = SeededRandom(np.random.default_rng([7, 0]))
+        with (coupling.recording() if side == 0 else coupling.replaying()):
+            outs.append(mech.release(counts, source))
+        nexts.append(source.uniform(3))
+    assert np.array_equal(outs[0], outs[1]) and np.array_equal(nexts[0], nexts[1])
+    assert not coupling.misaligned and DiscreteLaplaceCounts.release is not None
+    plain = mech.release(c1, SeededRandom(np.random.default_rng([7, 0])))
+    assert np.array_equal(plain - c1, outs[0] - c0)  # outside the block: the release is restored
+    with coupling.replaying():  # a second replay finds no recorded release left
+        mech.release(c1, SeededRandom(0))
+    assert coupling.misaligned
 
 
 def test_exceptions_of_any_class_are_refusals_of_their_side():

@@ -227,7 +227,8 @@ def choose_schedule(n: int, d: int, epsilon: float, k: float, G_k: float, G_2: f
     arithmetic — 3.6× once the exact path summed its products as integers.)
 
     Measured, not derived (``benchmarks/bench_utility.py``'s instances, ``d = 10``, ε = 1, 9–15
-    seeds, median excess risk, growth 8 → 4; first-round ``C/G₂`` in brackets): high-leverage LAD
+    seeds, median excess risk, growth 8 → 4; first-round ``C/G₂`` in brackets, as planned when the tail
+    histogram still valued its bins at their upper edges): high-leverage LAD
     ``n = 10⁵`` (8.3) 0.0068 → 0.0030 and ``n = 3·10⁴`` (5.7) 0.016 → 0.011 (9 seeds; 0.0145 over 15,
     level with the clip rule ``"auto"`` runs there); Student-t ``ν = 3.5``
     ``n = 10⁵`` (5.4) 0.0022 → 0.0013; the lower-bound instance ``n = 10⁵`` (33) 0.0063 → 0.0059.
@@ -235,16 +236,18 @@ def choose_schedule(n: int, d: int, epsilon: float, k: float, G_k: float, G_2: f
     ``ν = 3.5`` at ``n = 3·10⁴`` (3.8) 0.0038 → 0.0040 and at ``10⁴`` (2.7) 0.011 → 0.0084, ``ν = 9``
     at ``n = 10⁵`` (2.8) 0.00055 → 0.00070, and the real data sets (1.2–1.9) up to 2.3× worse.
 
-    Those ratios were read when the tail histogram valued each bin at its upper edge, and the switch
-    stood at 5.  Valued at their lower edges (:meth:`~cvxdp.privacy.tail.TailProfile.values`) the bins
-    plan a ``C`` one bin ratio (√2) lower, so every histogram-planned ratio above fell by about √2 and
-    the switch moved with it, to 3.5 (≈ 5/√2): the same side of it for every case listed, except the
-    two that the lower values had carried below 5 and out of the slow growth — high-leverage
-    ``n = 3·10⁴`` (now 4.1) and Student-t ``ν = 3.5`` at ``n = 10⁵`` (now 3.9).  Measured there (lower
-    edges, growth 8 → 4, median excess risk): high-leverage ``n = 3·10⁴`` 0.0150 → 0.0055 over seeds
-    0–4 and 0.0095 → 0.0079 over 15 seeds; Student-t ``ν = 3.5`` at ``n = 10⁵`` 0.00117 → 0.00064
-    (5 seeds).  Unchanged (the ratio stays below 3.5 or was already above 5): Student-t ``ν = 5`` at
-    ``n ≤ 10⁵`` (3.4 at 10⁵), ``ν = 9``, the lower-bound instance for k = 2.5, 4, 8 at ``n = 3·10⁴``
+    Those ratios were read when the tail histogram valued each bin at its upper edge, and the switch stood
+    at 5. Valued at their lower edges (:meth:`~cvxdp.privacy.tail.TailProfile.values`) the bins plan a
+    ``C`` about one bin ratio (√2) lower — about, because ``C`` lies on the planner's grid (steps of 6%)
+    and under the public worst case, and where a histogram drops the whole tail it can fall much further
+    — so the histogram-planned ratios above fell by about √2 (Student-t ``ν = 3.5`` at ``n = 3·10⁴``:
+    3.8 → 2.7) and the switch moved with them, to 3.5 (≈ 5/√2): the same side of it for every case
+    listed, except the two that the lower values had carried below 5 and out of the slow growth —
+    high-leverage ``n = 3·10⁴`` (now 4.1) and Student-t ``ν = 3.5`` at ``n = 10⁵`` (now 3.9). Measured
+    there (lower edges, growth 8 → 4, median excess risk): high-leverage ``n = 3·10⁴`` 0.0150 → 0.0055
+    over seeds 0–4 and 0.0095 → 0.0079 over 15 seeds; Student-t ``ν = 3.5`` at ``n = 10⁵`` 0.00117 →
+    0.00064 (5 seeds). Unchanged (the ratio stays below 3.5 or was already above 5): Student-t ``ν = 5``
+    at ``n ≤ 10⁵`` (3.4 at 10⁵), ``ν = 9``, the lower-bound instance for k = 2.5, 4, 8 at ``n = 3·10⁴``
     and ``10⁵``, high-leverage at ε = 3 and 10, and the large real data sets at full size.
 
     A search over public quantities only (``C`` is the profile's plan from public inputs and, with a

@@ -250,7 +250,7 @@ class PrivateProblem:
             paper profile uses scale 1, growth 8 and every phase; the tight profile
             picks all three by minimizing the public excess-risk proxy of
             :func:`~cvxdp.plan.schedule.schedule_proxy`, with the growth held to 4 where
-            the first round of the proxy's own schedule clips at ``C ≥ 3.5 G₂`` with ``G₂ < G_k``
+            the first round of the proxy's own schedule clips at ``C ≥ 2.5 G₂`` with ``G₂ < G_k``
             (:func:`~cvxdp.plan.schedule.choose_schedule`).
         lam:
             A fixed ``λ`` for the single-ERM algorithms (refused with ``"population"``, whose schedule

@@ -220,14 +220,14 @@ def test_schedule_growth_is_held_to_4_where_the_first_round_clips_far_above_G2(m
         schedule._cached_schedule.cache_clear()
 
 
-def test_schedule_growth_rule_keeps_the_proxy_below_three_and_a_half_times_G2():
-    """The switch sits at ``C = 3.5·G₂`` with the module's own constant (no patch): a first round clipping
-    at 3 or 3.499 × G₂ keeps the proxy's growth 8, at 3.5 × G₂ (the comparison is ``≥``) and above the
-    growth is held to 4 (5 × G₂ too, where the switch stood before the lower-edge tail values)."""
+def test_schedule_growth_rule_keeps_the_proxy_below_two_and_a_half_times_G2():
+    """The switch sits at ``C = 2.5·G₂`` with the module's own constant (no patch): a first round clipping
+    below 2.5 × G₂ keeps the proxy's growth, at 2.5 × G₂ (the comparison is ``≥``) and above the growth is
+    held to 4 (5 × G₂ too, where the switch stood before the lower-edge tail values)."""
     from cvxdp.plan.schedule import _search_schedule
 
-    args = (10_000, 10, 1.0, 8.0, 5.0, 4.0, 4.0)  # n, d, ε, k, G_k, G₂, D
-    for factor, growth in ((3.0, 8.0), (3.499, 8.0), (3.5, 4.0), (3.501, 4.0), (4.0, 4.0), (5.0, 4.0)):
+    args = (100_000, 10, 0.3, 8.0, 5.0, 4.0, 4.0)  # n, d, ε, k, G_k, G₂, D
+    for factor, growth in ((2.499, 8.0), (2.5, 4.0), (2.501, 4.0), (3.0, 4.0), (5.0, 4.0)):
         profile = TightProfile(clip=factor * 4.0)
         assert _search_schedule(*args, profile).growth == 8.0
         assert choose_schedule(*args, profile).growth == growth, factor

@@ -33,7 +33,7 @@ the lower-bound family) the clip rule had the lower median excess risk at ``n ε
 the tail histogram values its bins at their lower edges
 (:meth:`~cvxdp.privacy.tail.TailProfile.values`), Algorithm 1 at ``n ε / d ≥ 3·10³`` — at ``n = 3·10⁴``,
 ε = 1: high-leverage 0.015 against 0.016 (0.0055 once Algorithm 1's growth switch moved to
-``C ≥ 3.5 G₂``, :func:`~cvxdp.plan.schedule.choose_schedule`), Student-t 0.0028 against 0.0032, the
+``C ≥ 2.5 G₂``, :func:`~cvxdp.plan.schedule.choose_schedule`), Student-t 0.0028 against 0.0032, the
 lower-bound instance 0.027/0.0086/0.0041 against 0.036/0.017/0.0086 at ``k`` = 2.5/4/8, Student-t
 ``ν = 9`` at ``k = 8`` 0.0018 against 0.0024, and high-leverage at ``n = 10⁵``, ε = 0.3, 0.014 against
 0.017; the one loss, Student-t ``ν = 3.5`` at ``k = 2.5``, 0.0049 against 0.0041 (clipped output

@@ -714,55 +714,78 @@ class CountCoupling:
     noisy histograms under a common seed, so their plans may differ through an ε-DP release — and a
     plan compared only on its public inputs could hide a leak downstream of it (a growth, a ``C`` or a
     fallback taken from the raw counts).  Within :meth:`recording`, every
-    :class:`~cvxdp.privacy.mechanisms.DiscreteLaplaceCounts` release of side 0 is kept; within
-    :meth:`replaying`, side 1 draws its own noise (so every later draw of the common seed stays
-    aligned) and is handed side 0's release instead: the coupling ``Z₁ = Z₀ + c₀ − c₁`` of the
-    discrete Laplace noise, under which both sides see the same released counts.  Everything after
-    them is post-processing, so the two whole public records must then agree.  A release side 0 did
-    not make (another number or shape of count releases) is left as drawn and marks the run
-    ``misaligned``: a difference in what is released, read as a mismatch.
+    :class:`~cvxdp.privacy.mechanisms.DiscreteLaplaceCounts` release of side 0 is kept with its
+    mechanism and its exact counts; within :meth:`replaying`, side 1 draws its own noise (so every later
+    draw of the common seed stays aligned) and is handed side 0's release instead: the coupling
+    ``Z₁ = Z₀ + c₀ − c₁`` of the discrete Laplace noise, under which both sides see the same released
+    counts.  Everything after them is post-processing, so the two whole public records must then agree.
+
+    The coupling is the proof's only where the proof applies, so the replay checks it: the same
+    mechanism (sensitivity, ε, dimension) on both sides and counts within its ℓ1 sensitivity,
+    ``||c₀ − c₁||₁ ≤ Δ``.  A release that fails that, or that side 0 did not make (another number of
+    count releases), is left as drawn and marks the run ``misaligned`` — read as a mismatch — and so
+    does a number of releases other than the ledger's histogram entries (:attr:`releases` against
+    the record's ``"tail"``, checked by :func:`run_scenario`).  One coupling at a time: the class's
+    ``release`` is patched for the block's duration, and entering a second block refuses.
     """
 
+    _active = False
+
     def __init__(self) -> None:
-        self.recorded: list[np.ndarray] = []
+        self.recorded: list[tuple[tuple, np.ndarray, np.ndarray]] = []
         self.replayed = 0
         self.misaligned = False
 
+    @property
+    def releases(self) -> int:
+        """How many count releases side 0 made."""
+        return len(self.recorded)
+
     @contextlib.contextmanager
     def _patched(self, replay: bool):
+        if CountCoupling._active:
+            raise RuntimeError("a CountCoupling is already active; couple one run at a time")
         original = DiscreteLaplaceCounts.release
         coupling = self
 
         def release(mech, value, source, box=None, snap=True):
             out = original(mech, value, source, box, snap)
+            key = (float(mech.sensitivity), float(mech.epsilon), int(mech.dim))
+            counts = np.asarray(value)
             if not replay:
-                coupling.recorded.append(out.copy())
+                coupling.recorded.append((key, counts.copy(), out.copy()))
                 return out
             i, coupling.replayed = coupling.replayed, coupling.replayed + 1
-            if i < len(coupling.recorded) and coupling.recorded[i].shape == out.shape:
-                return coupling.recorded[i].copy()
+            if i < len(coupling.recorded):
+                key0, counts0, out0 = coupling.recorded[i]
+                within = (counts0.shape == counts.shape
+                          and float(np.abs(counts0.astype(float) - counts.astype(float)).sum()) <= key[0])
+                if key0 == key and within:
+                    return out0.copy()
             coupling.misaligned = True
             return out
 
+        CountCoupling._active = True
         DiscreteLaplaceCounts.release = release
         try:
             yield self
         finally:
             DiscreteLaplaceCounts.release = original
+            CountCoupling._active = False
             if replay and coupling.replayed != len(coupling.recorded):
                 coupling.misaligned = True
 
     def recording(self):
-        """Side 0: release as usual and keep every noisy count vector."""
+        """Side 0: release as usual and keep every release's mechanism, counts and noisy counts."""
         return self._patched(replay=False)
 
     def replaying(self):
-        """Side 1: draw as usual, release side 0's counts (in order) instead."""
+        """Side 1: draw as usual, release side 0's noisy counts (in order) where the coupling applies."""
         return self._patched(replay=True)
 
 
 def _compare(r0: Release, r1: Release, whole_plan: bool) -> list[str]:
-    a, b = (r0.plan, r1.plan) if whole_plan else (r0.public, r1.public)
+    a, b = ({**r0.public, **r0.plan}, {**r1.public, **r1.plan}) if whole_plan else (r0.public, r1.public)
     keys = sorted(set(a) | set(b))
     return [k for k in keys if a.get(k, None) != b.get(k, None)]
 
@@ -805,7 +828,8 @@ def run_scenario(name: str, runs: int | None = None, *, quick: bool = False, ran
                 out.append(None)
         if None not in out:
             found = _compare(out[0], out[1], True)
-            if coupling.misaligned:
+            charged = len(out[0].public.get("tail", out[0].plan.get("tail", [])))
+            if coupling.misaligned or (not sc.same_tail and coupling.releases != charged):
                 found.append("count releases")
             mismatches += [k for k in found if k not in mismatches]
     n_runs = (sc.quick_runs if quick else sc.full_runs) if runs is None else int(runs)
@@ -1152,10 +1176,12 @@ def _extreme_row_xy_pair() -> tuple[dict, dict]:
 def _growth_switch_pair() -> tuple[dict, dict]:
     """Student-t LAD data (``n = 10⁴``, ``d = 2``) whose last row is ``x = (e, 0)``, ``y = 0`` in
     ``data_0`` and ``x = 0`` in ``data_1``, with ``e`` the first edge above 3.5 of the tail grid of
-    ``G_k = 3`` (4.92).  With ``G₂ = 1.4`` the first round's ``C`` sits near the growth switch
-    ``C ≥ 2.5 G₂``, and that row's count can carry it across: at the common seed 25, without coupled
-    counts, ``C/G₂`` is 2.48 (growth 8) on one side and 2.63 (growth 4) on the other — through the
-    released histogram, which :class:`CountCoupling` makes equal."""
+    ``G_k = 3`` (4.92).  With a public ``G₂ = 1.395`` (a utility input, below the rows' RMS 1.84) the
+    first round's ``C`` sits just below the growth switch ``C ≥ 2.5 G₂`` (2.491 at the coupled runs'
+    seeds), so a growth read off the raw counts would cross it, and the row's count can carry it across
+    through the release: at the common seed 25, without coupled counts, ``C/G₂`` is 2.49 (growth 8) on
+    one side and 2.64 (growth 4) on the other — the histograms differ, which :class:`CountCoupling`
+    makes equal."""
     from cvxdp.privacy.tail import tail_edges
 
     d0, _ = extreme_row_pair(n=10_000, d=2, seed=1)
@@ -1305,10 +1331,10 @@ def _register() -> dict[str, Scenario]:
         full_runs=20, coupled_runs=1, same_tail=False))
     out.append(Scenario(
         "lad-edge-row/population-growth-switch",
-        "LAD n=10^4 on the radius-2 ball, G_k=3, G_2=1.4, algorithm='population': one row x = (4.92, 0), "
+        "LAD n=10^4 on the radius-2 ball, G_k=3, G_2=1.395, algorithm='population': one row x = (4.92, 0), "
         "at a tail-grid edge, vs x = 0 — its count can carry the first round's C across the growth "
         "switch C ≥ 2.5 G₂",
-        _growth_switch_pair, solve_fit(_lad_ball2_model, epsilon=1.0, moment_k=4.0, G_k=3.0, G_2=1.4,
+        _growth_switch_pair, solve_fit(_lad_ball2_model, epsilon=1.0, moment_k=4.0, G_k=3.0, G_2=1.395,
                                        algorithm="population"),
         full_runs=20, coupled_runs=2, same_tail=False))
     out.append(Scenario(

@@ -268,6 +268,7 @@ def test_count_coupling_hands_side_one_the_released_counts_and_keeps_the_seed_al
     from cvxdp.audit import CountCoupling
     from cvxdp.privacy.mechanisms import DiscreteLaplaceCounts
 
+    original = DiscreteLaplaceCounts.release
     mech = DiscreteLaplaceCounts(2.0, 1.0, 4)
     c0, c1 = np.array([5, 0, 3, 1]), np.array([5, 1, 2, 1])
     coupling, outs, nexts = CountCoupling(), [], []
@@ -277,12 +278,36 @@ def test_count_coupling_hands_side_one_the_released_counts_and_keeps_the_seed_al
             outs.append(mech.release(counts, source))
         nexts.append(source.uniform(3))
     assert np.array_equal(outs[0], outs[1]) and np.array_equal(nexts[0], nexts[1])
-    assert not coupling.misaligned and DiscreteLaplaceCounts.release is not None
-    plain = mech.release(c1, SeededRandom(np.random.default_rng([7, 0])))
-    assert np.array_equal(plain - c1, outs[0] - c0)  # outside the block: the release is restored
+    assert not coupling.misaligned and coupling.releases == 1
+    assert DiscreteLaplaceCounts.release is original  # restored after the block
     with coupling.replaying():  # a second replay finds no recorded release left
         mech.release(c1, SeededRandom(0))
-    assert coupling.misaligned
+    assert coupling.misaligned and DiscreteLaplaceCounts.release is original
+    # the proof's coupling only: another mechanism, or counts farther apart than Δ, are not replayed
+    for other, counts in ((DiscreteLaplaceCounts(2.0, 0.5, 4), c1), (mech, np.array([5, 9, 3, 1]))):
+        pair = CountCoupling()
+        with pair.recording():
+            first = mech.release(c0, SeededRandom(0))
+        with pair.replaying():
+            second = other.release(counts, SeededRandom(0))
+        assert pair.misaligned and not np.array_equal(first, second)
+    # one coupling at a time, and an exception inside a block restores the release
+    with pytest.raises(RuntimeError), CountCoupling().recording(), CountCoupling().recording():
+        pass
+    with pytest.raises(ValueError), CountCoupling().recording():
+        raise ValueError
+    assert DiscreteLaplaceCounts.release is original
+
+
+def test_the_growth_switch_pair_crosses_the_switch_only_through_its_histogram():
+    """The pair has power only if its row's count carries C across 2.5·G₂: at the common seed 25,
+    uncoupled, the two sides' released histograms put the first round on either side of the switch."""
+    sc = SCENARIOS["lad-edge-row/population-growth-switch"]
+    fit = sc.make_fit()
+    plans = [fit(data, SeededRandom(np.random.default_rng(25))).plan for data in sc.build()]
+    assert [p["schedule"][3] for p in plans] == [8.0, 4.0]
+    ratios = [p["first round"][1] / 1.395 for p in plans]
+    assert ratios[0] < 2.5 <= ratios[1]
 
 
 def test_exceptions_of_any_class_are_refusals_of_their_side():

@@ -784,8 +784,14 @@ class CountCoupling:
         return self._patched(replay=True)
 
 
-def _compare(r0: Release, r1: Release, whole_plan: bool) -> list[str]:
-    a, b = ({**r0.public, **r0.plan}, {**r1.public, **r1.plan}) if whole_plan else (r0.public, r1.public)
+def _record(r: Release) -> dict:
+    """A release's whole public record: its public inputs and its plan."""
+    return {**r.public, **r.plan}
+
+
+def _compare(r0: Release, r1: Release) -> list[str]:
+    """The fields of the two whole public records that differ."""
+    a, b = _record(r0), _record(r1)
     keys = sorted(set(a) | set(b))
     return [k for k in keys if a.get(k, None) != b.get(k, None)]
 
@@ -827,8 +833,8 @@ def run_scenario(name: str, runs: int | None = None, *, quick: bool = False, ran
                 raised[side][type(exc).__name__] = raised[side].get(type(exc).__name__, 0) + 1
                 out.append(None)
         if None not in out:
-            found = _compare(out[0], out[1], True)
-            charged = len(out[0].public.get("tail", out[0].plan.get("tail", [])))
+            found = _compare(out[0], out[1])
+            charged = len(_record(out[0]).get("tail", []))
             if coupling.misaligned or (not sc.same_tail and coupling.releases != charged):
                 found.append("count releases")
             mismatches += [k for k in found if k not in mismatches]

@@ -66,7 +66,6 @@ def test_histogram_is_charged_before_noise_and_estimates_the_tail():
         assert 0.8 * below <= est <= 1.2 * emp + 1e-3
 
 
-
 def test_histogram_refuses_a_grid_whose_values_underflow_before_charging():
     """A ``low`` whose lowest bin value (one bin ratio below it) underflows would value examples at 0
     and estimate ``G_k = 0``; it is refused, as is a non-integer ``bins_per_octave``, before the ledger
@@ -107,6 +106,7 @@ def test_noise_free_values_bracket_every_example_and_the_bias_curve():
         est = float(prof.bias_mean(np.array([C]))[0])
         assert np.mean(np.maximum(A / r - C, 0.0)) - 1e-12 <= est <= np.mean(np.maximum(A - C, 0.0)) + 1e-12
     assert np.mean(A**4) ** 0.25 / r <= prof.moment(4.0) <= np.mean(A**4) ** 0.25
+
 
 def test_auto_moment_bound_end_to_end():
     task = student_t_lad(n=20_000, d=3, nu=6.0, n_test=10, seed=3)

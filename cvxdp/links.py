@@ -30,9 +30,7 @@ import abc
 import numpy as np
 from scipy.special import expit, xlogy
 
-from cvxdp.numerics import row_max, row_min
-
-_EPS = float(np.finfo(float).eps)
+from cvxdp.numerics import EPS, row_max, row_min
 
 
 class Link(abc.ABC):
@@ -83,7 +81,7 @@ class Link(abc.ABC):
         their conjugate interpolates large intercepts that can cancel.
         """
         with np.errstate(invalid="ignore"):
-            return 64.0 * _EPS * np.abs(self.conjugate(pi))
+            return 64.0 * EPS * np.abs(self.conjugate(pi))
 
     def subset(self, index: np.ndarray) -> Link:
         """The link restricted to a subset of examples."""
@@ -210,9 +208,9 @@ class PiecewiseLinearLink(Link):
             e_abs = np.abs(self.intercepts).sum(axis=-1)
             dp = np.abs(pi - k0)
             with np.errstate(over="ignore", invalid="ignore"):
-                err = 16.0 * _EPS * (np.abs(c0) + dp * (np.abs(slope) + e_abs / span))
+                err = 16.0 * EPS * (np.abs(c0) + dp * (np.abs(slope) + e_abs / span))
             return np.where(np.isnan(err), np.inf, err)  # overflow: no bound, so no certificate
-        return 16.0 * _EPS * (2.0 * np.abs(self.intercepts).max(axis=-1)
+        return 16.0 * EPS * (2.0 * np.abs(self.intercepts).max(axis=-1)
                               + np.abs(pi) * np.abs(self.slopes).max(axis=-1))
 
     def kinks(self) -> np.ndarray:
@@ -357,8 +355,8 @@ class ShiftedSquareLink(_ScaledSmoothLink):
         c = self.scale
         with np.errstate(invalid="ignore", over="ignore"):
             r = self.inverse_derivative(pi)
-            delta = 2.0 * _EPS * (np.abs(pi) / (2.0 * c) + np.abs(r))
-            return 2.0 * (c * (2.0 * np.abs(r) * delta + delta * delta) + 3.0 * _EPS * c * r * r) + 1e-300
+            delta = 2.0 * EPS * (np.abs(pi) / (2.0 * c) + np.abs(r))
+            return 2.0 * (c * (2.0 * np.abs(r) * delta + delta * delta) + 3.0 * EPS * c * r * r) + 1e-300
 
 
 class LogisticLink(_ScaledSmoothLink):
@@ -394,4 +392,4 @@ class LogisticLink(_ScaledSmoothLink):
         with np.errstate(invalid="ignore", divide="ignore"):
             q = 1.0 - np.asarray(pi, float) / self.scale
             log_q = np.where(q > 0, np.minimum(-np.log(np.where(q > 0, q, 1.0)), 37.0), 37.0)
-            return 64.0 * _EPS * np.abs(self.conjugate(pi)) + self.scale * _EPS * (4.0 + 2.0 * log_q)
+            return 64.0 * EPS * np.abs(self.conjugate(pi)) + self.scale * EPS * (4.0 + 2.0 * log_q)

@@ -27,7 +27,7 @@ from cvxdp._validation import finite_array
 from cvxdp.error import DataError, ModelError, NonConvexLossError
 from cvxdp.evaluation import UnsupportedAtom, evaluate, evaluate_per_example, is_batchable
 from cvxdp.links import Link, PiecewiseLinearLink
-from cvxdp.numerics import row_all, row_norm
+from cvxdp.numerics import EPS, row_all, row_norm
 from cvxdp.structure import (
     GenericStructure,
     PiecewiseLinearStructure,
@@ -39,7 +39,6 @@ from cvxdp.structure import (
 )
 
 DataValidator = Callable[[np.ndarray], None]
-_EPS = float(np.finfo(float).eps)
 #: Rows per block where a per-row computation over ``(m, pieces, d)`` arrays is done in blocks
 #: (:func:`_glm_of_pieces`): its temporaries stay this many rows' size; the bits do not depend on it.
 FORM_BLOCK = 8192
@@ -437,8 +436,8 @@ class Examples:
             scaled = kappa[:, :, None] * glm.a[:, None, :]
             diff = np.linalg.norm(A - scaled, axis=2)
             terms = np.linalg.norm(A, axis=2) + np.abs(kappa) * np.linalg.norm(glm.a, axis=1)[:, None]
-            grow = 1.0 + (d + 4.0) * _EPS
-            gap = (diff * grow + 2.0 * _EPS * terms * grow).max(axis=1) * float(reach) * grow
+            grow = 1.0 + (d + 4.0) * EPS
+            gap = (diff * grow + 2.0 * EPS * terms * grow).max(axis=1) * float(reach) * grow
         return np.where(np.isfinite(gap), gap, np.inf)
 
 

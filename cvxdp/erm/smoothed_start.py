@@ -60,6 +60,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cvxdp.numerics import EPS
+
 #: The smoothing width shrinks by this factor between stages ...
 SHRINK = 0.01
 #: ... over this many stages, from the residuals' (capped) mean modulus at the start.
@@ -78,7 +80,6 @@ ARMIJO = 1e-4
 COARSE_STRIDE = 8
 COARSE_STAGES = 2
 COARSE_ROWS = 4096
-_EPS = float(np.finfo(float).eps)
 
 
 @dataclass(frozen=True)
@@ -229,7 +230,7 @@ def smoothed_newton_start(problem: object, start: np.ndarray, coarse_rows: int |
                 return found()
             # gᵀH⁻¹g is twice the decrease Newton's model predicts: at the objective's rounding, no trial
             # can show a decrease, and its pass would be wasted (NaN ends the stage as well)
-            if not float(-(g @ step)) > 8.0 * _EPS * abs(value) + 1e-300:
+            if not float(-(g @ step)) > 8.0 * EPS * abs(value) + 1e-300:
                 break
             # later steps at most twice as long as the stage's last one save the halvings of a step that
             # the model's few curved rows made too long

@@ -7,8 +7,8 @@ import numpy as np
 
 from cvxdp._validation import finite_array, positive_finite
 from cvxdp.conic.cones import Cone, ConeRows
-from cvxdp.geometry.domain import EPS, Domain, as_points, ball_support, scaled_offsets
-from cvxdp.numerics import row_norm
+from cvxdp.geometry.domain import Domain, as_points, ball_support, scaled_offsets
+from cvxdp.numerics import EPS, row_norm
 
 
 class Ball(Domain):

@@ -24,8 +24,6 @@ import numpy as np
 from cvxdp.conic.cones import ConeRows
 from cvxdp.numerics import row_dot, row_norm
 
-EPS = float(np.finfo(float).eps)
-
 
 class Domain(abc.ABC):
     """A nonempty compact convex set in ``R^dim``."""

@@ -8,8 +8,8 @@ import numpy as np
 from cvxdp._validation import finite_array
 from cvxdp.conic.cones import Cone, ConeRows
 from cvxdp.error import DomainError, UnboundedDomainError
-from cvxdp.geometry.domain import EPS, Domain, as_points, scaled_offsets
-from cvxdp.numerics import row_combine, row_dot, row_norm
+from cvxdp.geometry.domain import Domain, as_points, scaled_offsets
+from cvxdp.numerics import EPS, row_combine, row_dot, row_norm
 
 #: The form ``zᵀ diag(q) z`` above which :meth:`Ellipsoid.project` starts Newton's method in the scaled
 #: variables from ``ν₀`` instead of from ``μ = 0``.

@@ -25,8 +25,8 @@ import numpy as np
 from cvxdp.conic.cones import ConeRows
 from cvxdp.error import EmptyDomainError
 from cvxdp.geometry.ball import Ball
-from cvxdp.geometry.domain import EPS, Domain, as_points, scaled_offsets
-from cvxdp.numerics import row_dot, row_norm
+from cvxdp.geometry.domain import Domain, as_points, scaled_offsets
+from cvxdp.numerics import EPS, row_dot, row_norm
 
 
 def intersect_balls(first: Ball, second: Ball) -> Domain:

@@ -15,8 +15,8 @@ from cvxdp.geometry._conic_set import (
     deep_interior_point,
     dual_support_bound,
 )
-from cvxdp.geometry.domain import EPS, as_points
-from cvxdp.numerics import row_combine, row_dot
+from cvxdp.geometry.domain import as_points
+from cvxdp.numerics import EPS, row_combine, row_dot
 
 
 class Polytope(ConicDomain):
@@ -62,7 +62,7 @@ class Polytope(ConicDomain):
         lo, hi = self._box
         reach = float(np.max(np.maximum(np.abs(lo), np.abs(hi)))) if np.all(np.isfinite(lo)) else 1.0
         row = float(np.max(np.abs(self.A_eq).sum(axis=1)))
-        return 64 * float(np.finfo(float).eps) * (1.0 + row * reach
+        return 64 * EPS * (1.0 + row * reach
                                                   + float(np.max(np.abs(self.b_eq))))
 
     def make_feasible(self, points: np.ndarray) -> np.ndarray:

@@ -7,7 +7,8 @@ import numpy as np
 
 from cvxdp._validation import positive_finite
 from cvxdp.conic.cones import Cone, ConeRows
-from cvxdp.geometry.domain import EPS, Domain, as_points
+from cvxdp.geometry.domain import Domain, as_points
+from cvxdp.numerics import EPS
 
 
 def project_onto_simplex(points: np.ndarray, scale: float = 1.0) -> np.ndarray:

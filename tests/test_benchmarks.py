@@ -155,3 +155,33 @@ def test_bias_slack_benchmark_quick_orders_the_bounds(capsys):
         assert row["cancellation"] <= row["sum_bound"] * (1 + 1e-12) + 1e-15
     assert result["rows"][0]["clipped_share"] > 0.01 and result["rows"][0]["displacement"] > 1e-3
     assert "× the displacement" in capsys.readouterr().out
+
+
+def test_large_real_render_marks_every_cell_where_cvxdp_is_behind(tmp_path, monkeypatch):
+    """The README's large-real tables come from the summary rows: the full-size ε = 1 table, a ratio per
+    (size, ε) cell in order of size, bold exactly where cvxdp is behind, and the count of cells ahead;
+    ``update_readme`` touches only the text between the markers."""
+    bench = _load("bench_large_real")
+
+    def row(task, size, eps, cvx, op, gd):
+        best = min(op, gd)
+        return {"task": task, "size": size, "n": 100 if size != "full" else 5000, "epsilon": eps, "seeds": 5,
+                "excess": {"cvxdp": cvx, "clipped OP (public rule)": op, "noisy clipped GD (public rule)": gd,
+                           "w = 0": 1.0}, "cvxdp_over_best_baseline": cvx / best}
+
+    rows = [row("CPSSW8 τ=0.9", "full", 1.0, 0.01, 0.02, 0.04),
+            row("CPSSW8 τ=0.9", "1000", 1.0, 0.03, 0.02, 0.5),
+            row("Fertility hinge", "full", 1.0, 0.001, 0.01, 0.02)]
+    text = bench.render(rows)
+    assert "| CPSSW8, τ = 0.9 | 5,000 | 0.01 | 0.02 | 0.04 | 0.50 |" in text
+    assert "| CPSSW8, τ = 0.9 | **1.50** | 0.50 |" in text  # 10³ before full; behind in bold
+    assert "| Fertility, hinge on worked for pay | – | 0.10 |" in text
+    assert "ahead in 2 of 3 cells" in text and "5 splits" in text
+    readme = tmp_path / "README.md"
+    start, end = bench.MARKERS
+    readme.write_text(f"before\n{start}\nold\n{end}\nafter\n")
+    monkeypatch.setattr(bench, "README", readme)
+    assert bench.update_readme(text)
+    assert readme.read_text() == f"before\n{start}\n{text}\n{end}\nafter\n"
+    readme.write_text("no markers\n")
+    assert not bench.update_readme(text) and readme.read_text() == "no markers\n"

@@ -143,12 +143,12 @@ def cpssw8(seed: int = 0, quantile: float = 0.5, n: int | None = None, centred: 
     ``centred=True`` measures age and education from public reference values — 40 years of age and 12
     years of schooling (a high-school diploma), :data:`CPSSW8_REFERENCE` — instead of from 0, so the
     intercept is the reference worker's quantile rather than a newborn's without schooling.  The model
-    class is the same (a linear reparametrization that moves the intercept), but the domain ball and
-    every method's shrinkage toward its centre now sit at a zero-intercept worker of typical age and
-    schooling: at full size the τ = 0.9 fit's excess test loss falls 2–7× for cvxdp (ε = 0.3 to 4) and
-    1.5–2.8× for the baselines, while at 10³ rows and ε = 0.3 cvxdp's rises about 5×
-    (``benchmarks/bench_large_real.py``; README, *Large real data sets*).  The offsets are units,
-    not statistics of the data.
+    class is the same (a linear reparametrization that moves the intercept), but shrinking toward the
+    domain's centre now shrinks the slopes about a worker of typical age and schooling rather than
+    about a newborn without schooling: at full size the τ = 0.9 fit's excess test loss falls 2–7×
+    for cvxdp (ε = 0.3 to 4) and 1.5–2.8× for the baselines, while at 10³ rows and ε = 0.3 cvxdp's
+    rises about 5× (``benchmarks/bench_large_real.py``; README, *Large real data sets*).  The offsets
+    are units, not statistics of the data.
     """
     df = _rdataset("AER", "CPSSW8")
     y = df["earnings"].to_numpy(float) / 10.0

@@ -159,24 +159,33 @@ def test_bias_slack_benchmark_quick_orders_the_bounds(capsys):
 
 def test_large_real_render_marks_every_cell_where_cvxdp_is_behind(tmp_path, monkeypatch):
     """The README's large-real tables come from the summary rows: the full-size ε = 1 table, a ratio per
-    (size, ε) cell in order of size, bold exactly where cvxdp is behind, and the count of cells ahead;
-    ``update_readme`` touches only the text between the markers."""
+    (size, ε) cell ordered by size (numerically, full last) and then ε, bold exactly where cvxdp is
+    behind (a tie is not bold and not ahead), "–" for a cell not run, "n/a" where no baseline excess is
+    positive, and the count of cells ahead; ``update_readme`` touches only the text between the markers."""
     bench = _load("bench_large_real")
 
     def row(task, size, eps, cvx, op, gd):
         best = min(op, gd)
         return {"task": task, "size": size, "n": 100 if size != "full" else 5000, "epsilon": eps, "seeds": 5,
                 "excess": {"cvxdp": cvx, "clipped OP (public rule)": op, "noisy clipped GD (public rule)": gd,
-                           "w = 0": 1.0}, "cvxdp_over_best_baseline": cvx / best}
+                           "w = 0": 1.0}, "cvxdp_over_best_baseline": cvx / best if best > 0 else None}
 
     rows = [row("CPSSW8 τ=0.9", "full", 1.0, 0.01, 0.02, 0.04),
-            row("CPSSW8 τ=0.9", "1000", 1.0, 0.03, 0.02, 0.5),
-            row("Fertility hinge", "full", 1.0, 0.001, 0.01, 0.02)]
+            row("CPSSW8 τ=0.9", "10000", 1.0, 0.02, 0.02, 0.5),     # a tie
+            row("CPSSW8 τ=0.9", "1000", 1.0, 0.03, 0.02, 0.5),      # behind
+            row("CPSSW8 τ=0.9", "1000", 0.3, 0.0199, 0.02, 0.5),    # a narrow lead
+            row("Fertility hinge", "full", 1.0, 0.001, 0.01, 0.02),
+            row("Fertility hinge", "10000", 1.0, 0.001, 0.0, 0.02),  # no positive baseline excess
+            row("Fertility hinge", "300", 1.0, 0.05, 0.1, 0.2),
+            row("Fertility hinge", "full", 0.3, 0.004, 0.01, 0.02)]
     text = bench.render(rows)
+    assert ("| task | 300, ε = 1 | 10³, ε = 0.3 | 10³, ε = 1 | 10⁴, ε = 1 | full, ε = 0.3 | full, ε = 1 |"
+            in text)
     assert "| CPSSW8, τ = 0.9 | 5,000 | 0.01 | 0.02 | 0.04 | 0.50 |" in text
-    assert "| CPSSW8, τ = 0.9 | **1.50** | 0.50 |" in text  # 10³ before full; behind in bold
-    assert "| Fertility, hinge on worked for pay | – | 0.10 |" in text
-    assert "ahead in 2 of 3 cells" in text and "5 splits" in text
+    assert "| CPSSW8, τ = 0.9 | – | 0.995 | **1.50** | 1.000 | – | 0.50 |" in text
+    assert "| Fertility, hinge on worked for pay | 0.50 | – | – | n/a | 0.40 | 0.10 |" in text
+    assert "ahead in 5 of 7 cells (1 more with no positive baseline excess)" in text and "5 splits" in text
+    assert bench.render([]).startswith("No results yet")
     readme = tmp_path / "README.md"
     start, end = bench.MARKERS
     readme.write_text(f"before\n{start}\nold\n{end}\nafter\n")

@@ -13,7 +13,9 @@ ratio of cvxdp's to the best baseline's (target ≤ 0.5 at full size, ε = 1).
 ``python benchmarks/bench_large_real.py`` runs n ∈ {10³, 10⁴, full} × ε ∈ {0.3, 1, 4} × 5 seeds (hours
 on two cores); ``--sizes full --epsilons 1`` the headline; results in
 ``benchmarks/results/large_real.json`` (a run replaces its own (task, size, ε) cells there and keeps the
-others); ``--tasks`` picks tasks by name.  ``--quick``: one task at n = 1000, one seed.
+others); ``--tasks`` picks tasks by name.  A run also redraws the README's tables between the
+large-real markers from all the kept cells (:func:`render`; ``--no-readme`` leaves them, ``--render``
+only redraws them).  ``--quick``: one task at n = 1000, one seed, nothing written.
 """
 
 from __future__ import annotations
@@ -156,6 +158,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     args = ap.parse_args(argv)
     path = RESULTS / "large_real.json"
     if args.render:
+        if not path.exists():
+            ap.error(f"--render needs {path.relative_to(ROOT)}: run the benchmark first")
         rows = json.loads(path.read_text())["rows"]
         update_readme(render(rows))
         return rows

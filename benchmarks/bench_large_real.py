@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import re
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -134,13 +133,7 @@ def render(rows: list[dict]) -> str:
 
 def update_readme(text: str) -> bool:
     """Replace the README's text between :data:`MARKERS`; ``False`` (nothing written) without them."""
-    readme = README.read_text()
-    start, end = MARKERS
-    if start not in readme or end not in readme:
-        return False
-    README.write_text(re.sub(re.escape(start) + ".*?" + re.escape(end), lambda _: f"{start}\n{text}\n{end}",
-                             readme, flags=re.S))
-    return True
+    return _utility().replace_marked(README, MARKERS, text)
 
 
 def main(argv: list[str] | None = None) -> list[dict]:

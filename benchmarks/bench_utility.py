@@ -657,14 +657,20 @@ def markdown(summary: dict, real: list[dict], tgt: dict, files: list[str], meta:
     return "\n".join(lines)
 
 
+def replace_marked(path: Path, markers: tuple[str, str], text: str) -> bool:
+    """Replace the text between a file's two ``markers`` (kept) by ``text``; ``False``, nothing written,
+    when either marker is missing.  The benchmarks that write README sections share it."""
+    start, end = markers
+    readme = path.read_text()
+    if start not in readme or end not in readme:
+        return False
+    path.write_text(re.sub(re.escape(start) + ".*?" + re.escape(end), lambda _: f"{start}\n{text}\n{end}",
+                           readme, flags=re.S))
+    return True
+
+
 def update_readme(text: str) -> None:
-    start, end = "<!-- utility-results:start -->", "<!-- utility-results:end -->"
-    readme = README.read_text()
-    if start not in readme:
-        return
-    new = re.sub(re.escape(start) + ".*?" + re.escape(end), lambda _: f"{start}\n{text}\n{end}", readme,
-                 flags=re.S)
-    README.write_text(new)
+    replace_marked(README, ("<!-- utility-results:start -->", "<!-- utility-results:end -->"), text)
 
 
 # ----------------------------------------------------------------------------- driver

@@ -142,6 +142,25 @@ def test_a_methods_rerun_replaces_only_those_methods_figures():
         bench.merge_methods(kept, [{**new[0], "seed": 7}], {bench.CVXDP})
 
 
+def test_the_ceiling_is_counted_only_from_its_own_parts():
+    """A ceiling figure left in an ``n`` cell by an older run is dropped (with its seconds and
+    parameters); the ceiling parts' figures and every other method's stay untouched."""
+    bench = _load("bench_utility")
+    key = {"study": "n", "instance": "high-leverage", "n": 1000, "epsilon": 1.0, "seed": 0, "k": 4.0}
+    cv, ce = bench.CVXDP, bench.CVXDP_CEILING
+    stray = {**key, "excess": {cv: 1.0, ce: 0.5}, "seconds": {cv: 1.0, ce: 9.0},
+             "params": {cv: {}, ce: {"C": 1.0}}}
+    own = {**key, "part": "ceiling", "excess": {ce: 0.5}, "seconds": {ce: 9.0}, "params": {ce: {"C": 1.0}}}
+    lower = {**key, "study": "lower-bound", "part": "lower-bound-ceiling", "excess": {ce: 0.1},
+             "seconds": {ce: 1.0}, "params": {ce: {}}}
+    cleaned = bench.without_stray_ceilings([stray, own, lower])
+    assert cleaned[0]["excess"] == {cv: 1.0} and cleaned[0]["seconds"] == {cv: 1.0}
+    assert cleaned[0]["params"] == {cv: {}} and stray["excess"][ce] == 0.5  # the input is not mutated
+    assert cleaned[1:] == [own, lower]
+    rows = bench.summarize(cleaned)["rows"]
+    assert [r["seeds"] for r in rows if r["method"] == ce and r["study"] == "n"] == [1]
+
+
 def test_bias_slack_benchmark_quick_orders_the_bounds(capsys):
     """The measured displacement lies below the sum bound (λ-strong convexity and each row's subgradient
     moving by at most (A_i − C)₊, up to both minimizers' certified accuracy) and below the planned bias

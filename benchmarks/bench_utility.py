@@ -691,6 +691,17 @@ def _cell_key(c: dict) -> tuple:
     return (c.get("part", c["study"]), c["instance"], c["n"], c["epsilon"], c["seed"], c["k"])
 
 
+def kept_reruns(reruns: list[dict], studies: tuple[str, ...]) -> list[dict]:
+    """The ``--methods`` reruns still in the file after ``studies`` were run whole: each keeps the
+    studies it touched that were not rerun, and one with none left is dropped (superseded)."""
+    out = []
+    for r in reruns:
+        left = [x for x in r["studies"] if x not in studies]
+        if left:
+            out.append({**r, "studies": left})
+    return out
+
+
 def merge_methods(kept: list[dict], new: list[dict], methods: set[str]) -> list[dict]:
     """``kept`` with the figures of ``methods`` (and the lower-bound cells' bound) replaced by ``new``'s.
 
@@ -866,6 +877,7 @@ def main(argv: list[str] | None = None) -> dict:
                 left = [x for x in key.split(",") if x not in studies]
                 if left:
                     meta["minutes_by_studies"][",".join(left)] = value
+            meta["reruns"] = kept_reruns(kept["meta"].get("reruns", []), studies)
         if only is None:
             meta["minutes"] = sum(meta["minutes_by_studies"].values())
     cells = without_stray_ceilings(cells)

@@ -142,6 +142,16 @@ def test_a_methods_rerun_replaces_only_those_methods_figures():
         bench.merge_methods(kept, [{**new[0], "seed": 7}], {bench.CVXDP})
 
 
+def test_a_studies_rerun_keeps_the_record_of_earlier_method_reruns():
+    """``--studies X`` replaces X's cells; an earlier ``--methods`` rerun stays in the header for the
+    studies it touched that X did not, and one wholly inside X is dropped."""
+    bench = _load("bench_utility")
+    reruns = [{"methods": ["cvxdp"], "studies": ["n", "ceiling"], "minutes": 2.0, "date": "2026-12-03"},
+              {"methods": ["cvxdp"], "studies": ["ceiling"], "minutes": 1.0, "date": "2026-12-04"}]
+    assert bench.kept_reruns(reruns, ("ceiling",)) == [{**reruns[0], "studies": ["n"]}]
+    assert bench.kept_reruns(reruns, ("k",)) == reruns
+
+
 def test_the_ceiling_is_counted_only_from_its_own_parts():
     """A ceiling figure left in an ``n`` cell by an older run is dropped (with its seconds and
     parameters); the ceiling parts' figures and every other method's stay untouched."""

@@ -29,9 +29,9 @@ Studies (d = 10, k = 4, ε = 1 unless varied; several seeds, medians with the
   with the tight constants).
 * ``lower-bound-ceiling`` — the ceiling above on the lower-bound family (the same cells, filed under its
   tables).  The family at ``c = 16`` is learnable far below the centre's excess: about ``16 d/ε`` rare
-  examples all point one way, so a private mean finds ``v``, and the ceiling shows how far a fit with
-  the right λ gets — the default's slope there measures how its public λ shrinks an affine fit, not
-  the rate.
+  examples all point one way, so a private mean finds ``v``, and the ceiling shows that one batch gets
+  at least this far (the grid's λ floor binds in most cells, so a smaller λ may get further) — the
+  default's slope there measures how its public λ shrinks an affine fit, not the rate.
 * ``bias``    — the clipping bias: excess risk of the population minimizer of the
   C-clipped problem against C (exact quadrature, no sampling).
 * ``real``    — test loss at ε ∈ {0.5, 1, 4} on the real data sets, cvxdp with
@@ -49,7 +49,7 @@ Population risks are exact (quadrature; :meth:`cvxdp.datasets.Task.excess_risk`)
 The noise is seeded so the figures reproduce — seeded noise is NOT private, which
 is fine for a benchmark and never for a release.
 
-``python benchmarks/bench_utility.py`` runs everything (about 90 minutes on two
+``python benchmarks/bench_utility.py`` runs everything (about two and a half hours on two
 cores; ``--studies lower-bound`` alone about 7) and writes
 ``benchmarks/results/utility.{json,csv}``, the figures ``benchmarks/results/*.png`` and the results
 section of ``README.md``.
@@ -359,7 +359,9 @@ def fitted_slope(ns, values) -> float:
 
 
 def summarize(cells: list[dict]) -> dict:
-    """Medians and quartiles per (study, instance, k, n, ε, method); slopes of cvxdp in n."""
+    """Medians and quartiles per (study, instance, k, n, ε, method); slopes of cvxdp in n.  The ceiling
+    counts only from its own parts (:func:`without_stray_ceilings`)."""
+    cells = without_stray_ceilings(cells)
     groups: dict = defaultdict(list)
     for c in cells:
         for m, v in c["excess"].items():
@@ -501,7 +503,7 @@ def plot(summary: dict, bias: dict, outdir: Path) -> list[str]:
         ax.set(xscale="log", yscale="log", xlabel="n", title=f"{titles[inst]}, d=10, ε=1, k=4")
         ax.grid(alpha=0.3, which="both")
     axes[0].set_ylabel("excess population risk (median, 25–75%)")
-    legend: dict = {}  # label -> handle over both panels (the ceiling is drawn on the left one only)
+    legend: dict = {}  # label -> handle over both panels (a method drawn on one panel only is listed once)
     for ax in axes:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
             legend.setdefault(label, handle)
@@ -702,6 +704,25 @@ def kept_reruns(reruns: list[dict], studies: tuple[str, ...]) -> list[dict]:
     return out
 
 
+def replace_studies(kept: dict, cells: list[dict], real: list[dict], studies: tuple[str, ...],
+                    meta: dict) -> tuple[list[dict], list[dict], dict]:
+    """The results of a ``--studies`` run merged into ``kept`` (a results/utility.json): the run's
+    study parts replace their kept cells, every other part stays, and the header keeps the time of each
+    earlier run and each ``--methods`` rerun for the studies this run did not replace."""
+    cells = [c for c in kept["cells"] if c.get("part", c["study"]) not in studies] + cells
+    if "real" not in studies:
+        real = kept.get("real", [])
+    meta = {**meta, "minutes_by_studies": dict(meta.get("minutes_by_studies", {}))}
+    # the time of every run whose studies are still in the file (a rerun replaces its own)
+    earlier = kept["meta"].get("minutes_by_studies", {",".join(STUDIES): kept["meta"]["minutes"]})
+    for key, value in earlier.items():
+        left = [x for x in key.split(",") if x not in studies]
+        if left:
+            meta["minutes_by_studies"][",".join(left)] = value
+    meta["reruns"] = kept_reruns(kept["meta"].get("reruns", []), studies)
+    return cells, real, meta
+
+
 def merge_methods(kept: list[dict], new: list[dict], methods: set[str]) -> list[dict]:
     """``kept`` with the figures of ``methods`` (and the lower-bound cells' bound) replaced by ``new``'s.
 
@@ -846,6 +867,8 @@ def main(argv: list[str] | None = None) -> dict:
             only = {METHOD_KEYS[x] for x in keys}
             specs = [{**sp, "methods": tuple(m for m in sp["methods"] if m in only)} for sp in specs]
             specs = [sp for sp in specs if sp["methods"]]
+            if not specs:
+                parser.error(f"none of the chosen studies ({', '.join(studies)}) runs {', '.join(keys)}")
         real_specs = [{"dataset": ds, "epsilon": e, "seed": s} for ds in ("engel", "breast-cancer", "randhie")
                       for e in (0.5, 1.0, 4.0) for s in range(seeds)] if "real" in studies else []
         try:
@@ -867,17 +890,7 @@ def main(argv: list[str] | None = None) -> dict:
                 "methods": sorted(only), "studies": list(studies), "minutes": minutes,
                 "date": time.strftime("%Y-%m-%d")}]}
         elif set(studies) != set(STUDIES) and previous.exists():
-            kept = json.loads(previous.read_text())
-            cells = [c for c in kept["cells"] if c.get("part", c["study"]) not in studies] + cells
-            if "real" not in studies:
-                real = kept.get("real", [])
-            # the time of every run whose studies are still in the file (a rerun replaces its own)
-            earlier = kept["meta"].get("minutes_by_studies", {",".join(STUDIES): kept["meta"]["minutes"]})
-            for key, value in earlier.items():
-                left = [x for x in key.split(",") if x not in studies]
-                if left:
-                    meta["minutes_by_studies"][",".join(left)] = value
-            meta["reruns"] = kept_reruns(kept["meta"].get("reruns", []), studies)
+            cells, real, meta = replace_studies(json.loads(previous.read_text()), cells, real, studies, meta)
         if only is None:
             meta["minutes"] = sum(meta["minutes_by_studies"].values())
     cells = without_stray_ceilings(cells)

@@ -167,8 +167,52 @@ def test_the_ceiling_is_counted_only_from_its_own_parts():
     assert cleaned[0]["excess"] == {cv: 1.0} and cleaned[0]["seconds"] == {cv: 1.0}
     assert cleaned[0]["params"] == {cv: {}} and stray["excess"][ce] == 0.5  # the input is not mutated
     assert cleaned[1:] == [own, lower]
-    rows = bench.summarize(cleaned)["rows"]
+    rows = bench.summarize([stray, own, lower])["rows"]  # the tables count the grid once
     assert [r["seeds"] for r in rows if r["method"] == ce and r["study"] == "n"] == [1]
+
+
+def test_the_lower_bound_ceiling_is_its_own_part_and_is_tabled():
+    """``--studies lower-bound-ceiling`` plans the ceiling alone on every (k, n, seed) of the lower-bound
+    study, filed under that study; only the study's own cells carry the tight-profile bound; and the
+    lower-bound tables list the ceiling's row."""
+    bench = _load("bench_utility")
+    specs = bench.specs_full(1, ("lower-bound-ceiling",))
+    assert len(specs) == 15 and {(sp["study"], sp["part"], sp["methods"]) for sp in specs} == {
+        ("lower-bound", "lower-bound-ceiling", (bench.CVXDP_CEILING,))}
+    spec = {"study": "lower-bound", "instance": "lower-bound", "n": 1000, "epsilon": 1.0, "seed": 0, "k": 4.0,
+            "methods": ()}
+    assert "bound" in bench.run_cell(spec)
+    assert "bound" not in bench.run_cell({**spec, "part": "lower-bound-ceiling"})
+    key = {"study": "lower-bound", "instance": "lower-bound", "n": 1000, "epsilon": 1.0, "seed": 0, "k": 4.0}
+    cells = [{**key, "excess": {bench.CVXDP: 0.04}, "seconds": {}, "params": {}, "bound": 1.0},
+             {**key, "part": "lower-bound-ceiling", "excess": {bench.CVXDP_CEILING: 0.002}, "seconds": {},
+              "params": {}}]
+    summary = bench.summarize(cells)
+    text = bench.markdown(summary, [], {}, [], {"machine": "m", "seeds": 1, "minutes": 0.0},
+                          bench.lower_bound_targets(summary))
+    table = text[text.index("| k = 4 |"):]
+    assert f"| {bench.CVXDP_CEILING} | 0.002" in table and "| tight-profile bound | 1 |" in table
+
+
+def test_a_studies_run_replaces_its_parts_and_keeps_the_rest():
+    """``--studies X``: X's parts are replaced (the lower-bound ceiling apart from the lower-bound study),
+    the real data and the times and reruns of the studies X did not replace are kept."""
+    bench = _load("bench_utility")
+    key = {"study": "lower-bound", "instance": "lower-bound", "n": 1000, "epsilon": 1.0, "seed": 0, "k": 4.0,
+           "seconds": {}, "params": {}}
+    study = {**key, "excess": {bench.CVXDP: 1.0}}
+    old_ceiling = {**key, "part": "lower-bound-ceiling", "excess": {bench.CVXDP_CEILING: 9.0}}
+    new_ceiling = {**old_ceiling, "excess": {bench.CVXDP_CEILING: 0.5}}
+    kept = {"cells": [study, old_ceiling], "real": [{"r": 1}],
+            "meta": {"minutes": 3.0, "minutes_by_studies": {"lower-bound,lower-bound-ceiling": 3.0},
+                     "reruns": [{"methods": ["cvxdp"], "studies": ["lower-bound"], "minutes": 1.0,
+                                 "date": "d"}]}}
+    meta = {"machine": "m", "seeds": 1, "minutes": 0.0, "minutes_by_studies": {"lower-bound-ceiling": 2.0}}
+    cells, real, merged = bench.replace_studies(kept, [new_ceiling], [], ("lower-bound-ceiling",), meta)
+    assert cells == [study, new_ceiling] and real == [{"r": 1}]
+    assert merged["minutes_by_studies"] == {"lower-bound-ceiling": 2.0, "lower-bound": 3.0}
+    assert merged["reruns"] == kept["meta"]["reruns"]
+    assert meta["minutes_by_studies"] == {"lower-bound-ceiling": 2.0}  # the caller's meta is not mutated
 
 
 def test_bias_slack_benchmark_quick_orders_the_bounds(capsys):

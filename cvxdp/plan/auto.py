@@ -45,17 +45,19 @@ data sets (``G₂/G_k`` 0.85–0.995) Algorithm 1 was far better at every size t
 rule's single batch is pulled toward the domain's centre). Other losses and laws may cross elsewhere:
 pass ``algorithm=`` to choose.
 
-What the public inputs cannot tell apart: the clip rule's λ is right for the LAD instances and about
-four times too large for the affine lower-bound family, at the same ``n ε / d`` and nearly the same
-``G₂/G_k``. Measured with λ scaled by ¼ (5 seeds, ε = 1, median excess risk, ``n`` = 10³, 3·10³, 10⁴):
-the lower-bound family at ``k = 4`` 0.042/0.057/0.033 → 0.015/0.0021/0.00048 (at ``n = 10⁴`` its
-``G₂/G_k`` is 0.36), but the high-leverage tail (0.41) 0.075/0.031/0.018 → 0.35/0.16/0.073 and Student-t
-0.079/0.025/0.0094 → 0.39/0.15/0.053; ½ sits between (0.0027/0.0039/0.021 against 0.11/0.061/0.034). At
-an interior point symmetric output noise costs nothing to first order in expectation; the second order
-is the population risk's curvature times the noise's square, which grows as 1/λ². An affine loss has no
+What the inputs ``"auto"`` reads cannot tell apart: a smaller λ than the clip rule's helps the affine
+lower-bound family a great deal and hurts the LAD instances, at the same ``n ε / d`` and nearly the same
+``G₂/G_k``. Measured with the clip rule's λ scaled by ½ and by ¼, ``C = G₂`` kept (5 seeds, ε = 1,
+median excess risk, ``n`` = 10³, 3·10³, 10⁴): the lower-bound family at ``k = 4`` 0.042/0.057/0.033 →
+0.0027/0.0039/0.021 (½) and 0.015/0.0021/0.00048 (¼; at ``n = 10⁴`` its ``G₂/G_k`` is 0.36), but the
+high-leverage tail (0.41) 0.075/0.031/0.018 → 0.11/0.061/0.034 (½) and 0.35/0.16/0.073 (¼), and
+Student-t 0.079/0.025/0.0094 → 0.39/0.15/0.053 (¼). Larger λ than the rule's was not measured. At an
+interior point symmetric output noise costs nothing to first order in expectation; the second order is
+the population risk's curvature times the noise's square, which grows as 1/λ². An affine loss has no
 curvature (only the domain's edge charges the noise), so a small λ pays; the LAD instances' risks are
-curved, so it does not. Only the data say which, and choosing privately between the two λ
-(:func:`cvxdp.private_selection`, each fit at about ε/3.3) lost on the high-leverage tail
+curved, so it does not. ``n``, ``d``, ε, ``G_k`` and ``G₂`` do not say which; the loss's form would (an
+affine loss is public), but no rule keyed on it is built. Choosing privately between the rule's λ and a
+quarter of it (:func:`cvxdp.private_selection`, each fit at about ε/3.3) lost on the high-leverage tail
 (0.29/0.12/0.058) and was mixed on the lower-bound family at ``k = 2.5`` (0.10/0.024/0.050 against the
 default's 0.056/0.089/0.062).
 

@@ -43,7 +43,11 @@ for), ``cvxdp (paper)`` (the published constants), ``cvxdp ablation`` (one round
 output perturbation on U = W) — each given the public ``G_k`` and ``G₂`` the
 baselines' rules read —, clipped output perturbation and noisy clipped GD
 (public rule; and *in hindsight*: the best of a grid by the population risk —
-not private, a ceiling for the tuned baseline), and the non-private ERM.
+not private, a ceiling for the tuned baseline), and the non-private ERM.  On the lower-bound
+family (an affine loss) also ``noisy clipped mean, linear minimizer``: noisy clipped GD with one step
+and an unbounded step size, ``C = G₂`` — the ℓ2-Laplace mean of the clipped gradients (which for an
+affine loss do not depend on ``w``) followed by the ball's linear minimizer, the textbook private
+linear optimization.
 
 Population risks are exact (quadrature; :meth:`cvxdp.datasets.Task.excess_risk`).
 The noise is seeded so the figures reproduce — seeded noise is NOT private, which
@@ -93,6 +97,9 @@ GD_RULE = "noisy clipped GD (public rule)"
 GD_HINDSIGHT = "noisy clipped GD (hindsight)"
 OBJ_PERT = "objective perturbation (public rule)"
 NONPRIVATE = "non-private ERM"
+#: For an affine loss only: one noisy clipped gradient step from the centre with an unbounded step size —
+#: the ball's linear minimizer ``−R m̃/||m̃||`` of the noisy clipped mean gradient ``m̃`` (``C = G₂``).
+NOISY_MEAN = "noisy clipped mean, linear minimizer (public rule)"
 ALL_METHODS = (CVXDP, CVXDP_POPULATION, CVXDP_CEILING, CVXDP_PAPER, CVXDP_ABLATION, OP_RULE, OP_HINDSIGHT,
                GD_RULE, GD_HINDSIGHT, OBJ_PERT, NONPRIVATE)
 HUBER_M = 1.0
@@ -270,6 +277,11 @@ def run_cell(spec: dict) -> dict:
         obj_rule = objective_perturbation_rule(n, d, eps, D, task.G(2.0))  # clips ||x|| at B = G₂(x)
         record(OBJ_PERT, lambda: (objective_perturbation(model, data, epsilon=eps, random_state=seed,
                                                          **obj_rule).w, obj_rule))
+    if NOISY_MEAN in methods:
+        # noisy clipped GD with one step: the step size only has to carry the point past the ball, whose
+        # projection is then the linear minimizer (post-processing of the one noisy mean)
+        record(NOISY_MEAN, lambda: (noisy_clipped_gd(model, data, epsilon=eps, C=G_2, steps=1,
+                                                     step_size=1e6 * D, random_state=seed).w, {"C": G_2}))
     if NONPRIVATE in methods:
         record(NONPRIVATE, lambda: (nonprivate_erm(model, model.bind(data)), {}))
     return {**{key: spec[key] for key in ("study", "instance", "n", "epsilon", "seed")}, "k": k,
@@ -375,7 +387,7 @@ def summarize(cells: list[dict]) -> dict:
     studies = sorted({(r["study"], r["instance"], r["k"]) for r in rows
                       if r["study"] in ("n", "k", "lower-bound")})
     for study, inst, k in studies:
-        for m in (CVXDP, CVXDP_POPULATION, CVXDP_CEILING, OP_RULE):
+        for m in (CVXDP, CVXDP_POPULATION, CVXDP_CEILING, OP_RULE, NOISY_MEAN):
             pts = sorted((r["n"], r["median"]) for r in rows
                          if (r["study"], r["instance"], r["k"], r["method"]) == (study, inst, k, m))
             if len(pts) < 2:
@@ -629,7 +641,7 @@ def markdown(summary: dict, real: list[dict], tgt: dict, files: list[str], meta:
             ns = sorted({r["n"] for r in rows})
             lines.append(f"| k = {k:g} | " + " | ".join(f"n = {n:,}" for n in ns) + " |")
             lines.append("|---|" + "---|" * len(ns))
-            for m in (CVXDP, CVXDP_POPULATION, CVXDP_CEILING, OP_RULE, TRIVIAL):
+            for m in (CVXDP, CVXDP_POPULATION, CVXDP_CEILING, OP_RULE, NOISY_MEAN, TRIVIAL):
                 cells_m = {r["n"]: r for r in rows if r["method"] == m}
                 if cells_m:
                     lines.append(f"| {m} | " + " | ".join(_cell(cells_m[n]) if n in cells_m else "–"
@@ -686,7 +698,7 @@ def update_readme(text: str) -> None:
 METHOD_KEYS = {"cvxdp": CVXDP, "population": CVXDP_POPULATION,
                "ceiling": CVXDP_CEILING, "paper": CVXDP_PAPER, "ablation": CVXDP_ABLATION,
                "op": OP_RULE, "op-hindsight": OP_HINDSIGHT, "gd": GD_RULE, "gd-hindsight": GD_HINDSIGHT,
-               "objective": OBJ_PERT, "nonprivate": NONPRIVATE, "trivial": TRIVIAL}
+               "objective": OBJ_PERT, "nonprivate": NONPRIVATE, "trivial": TRIVIAL, "noisy-mean": NOISY_MEAN}
 
 
 def _cell_key(c: dict) -> tuple:
@@ -795,7 +807,8 @@ def specs_full(seeds: int, studies: tuple[str, ...] = STUDIES) -> list[dict]:
             for n in (1_000, 3_000, 10_000, 30_000, 100_000):
                 for s in range(seeds):
                     specs.append({"study": "lower-bound", "instance": "lower-bound", "n": n, "epsilon": 1.0,
-                                  "seed": s, "k": k, "methods": (CVXDP, CVXDP_POPULATION, OP_RULE, TRIVIAL)})
+                                  "seed": s, "k": k,
+                                  "methods": (CVXDP, CVXDP_POPULATION, OP_RULE, NOISY_MEAN, TRIVIAL)})
     if "lower-bound-ceiling" in studies:
         for k in (2.5, 4.0, 8.0):
             for n in (1_000, 3_000, 10_000, 30_000, 100_000):

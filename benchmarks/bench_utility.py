@@ -45,9 +45,9 @@ baselines' rules read —, clipped output perturbation and noisy clipped GD
 (public rule; and *in hindsight*: the best of a grid by the population risk —
 not private, a ceiling for the tuned baseline), and the non-private ERM.  On the lower-bound
 family (an affine loss) also ``noisy clipped mean, linear minimizer``: noisy clipped GD with one step
-and an unbounded step size, ``C = G₂`` — the ℓ2-Laplace mean of the clipped gradients (which for an
-affine loss do not depend on ``w``) followed by the ball's linear minimizer, the textbook private
-linear optimization.
+long enough to leave the ball, ``C = G₂`` — the ℓ2-Laplace mean of the clipped gradients (which for an
+affine loss do not depend on ``w``), clamped and snapped as every release is, followed by the ball's
+linear minimizer: a standard private linear optimization.
 
 Population risks are exact (quadrature; :meth:`cvxdp.datasets.Task.excess_risk`).
 The noise is seeded so the figures reproduce — seeded noise is NOT private, which
@@ -97,8 +97,9 @@ GD_RULE = "noisy clipped GD (public rule)"
 GD_HINDSIGHT = "noisy clipped GD (hindsight)"
 OBJ_PERT = "objective perturbation (public rule)"
 NONPRIVATE = "non-private ERM"
-#: For an affine loss only: one noisy clipped gradient step from the centre with an unbounded step size —
-#: the ball's linear minimizer ``−R m̃/||m̃||`` of the noisy clipped mean gradient ``m̃`` (``C = G₂``).
+#: For an affine loss only: one noisy clipped gradient step from the ball's centre, long enough to leave
+#: the ball (:func:`linear_minimizer_step`), so that the projection is the linear minimizer
+#: ``−R m̃/||m̃||`` of the released clipped mean gradient ``m̃`` (``C = G₂``).
 NOISY_MEAN = "noisy clipped mean, linear minimizer (public rule)"
 ALL_METHODS = (CVXDP, CVXDP_POPULATION, CVXDP_CEILING, CVXDP_PAPER, CVXDP_ABLATION, OP_RULE, OP_HINDSIGHT,
                GD_RULE, GD_HINDSIGHT, OBJ_PERT, NONPRIVATE)
@@ -169,6 +170,13 @@ def monte_carlo_huber_risk(task) -> tuple:
         raise RuntimeError("the Huber population minimizer left the domain; the excess risk needs a "
                            "constrained minimization")
     return (lambda w: risk_grad(np.asarray(w, float))[0]), float(res.fun)
+
+
+def linear_minimizer_step(n: int, epsilon: float, D: float, C: float) -> float:
+    """A step size that carries the centre of a ball of diameter ``D`` at least ``1000 D`` past its edge
+    along any nonzero released mean: the release snaps to a grid of spacing at least ``2C/(nε)``, so a
+    nonzero ``m̃`` has ``||m̃|| ≥ 2C/(nε)`` (public)."""
+    return 1e3 * D * n * epsilon / C
 
 
 def best_in_hindsight(grid: list[dict], fit, excess) -> tuple[np.ndarray, dict]:
@@ -278,10 +286,11 @@ def run_cell(spec: dict) -> dict:
         record(OBJ_PERT, lambda: (objective_perturbation(model, data, epsilon=eps, random_state=seed,
                                                          **obj_rule).w, obj_rule))
     if NOISY_MEAN in methods:
-        # noisy clipped GD with one step: the step size only has to carry the point past the ball, whose
+        # noisy clipped GD with one step: the step only has to carry the point past the ball, whose
         # projection is then the linear minimizer (post-processing of the one noisy mean)
-        record(NOISY_MEAN, lambda: (noisy_clipped_gd(model, data, epsilon=eps, C=G_2, steps=1,
-                                                     step_size=1e6 * D, random_state=seed).w, {"C": G_2}))
+        step = linear_minimizer_step(n, eps, D, G_2)
+        record(NOISY_MEAN, lambda: (noisy_clipped_gd(model, data, epsilon=eps, C=G_2, steps=1, step_size=step,
+                                                     random_state=seed).w, {"C": G_2, "step_size": step}))
     if NONPRIVATE in methods:
         record(NONPRIVATE, lambda: (nonprivate_erm(model, model.bind(data)), {}))
     return {**{key: spec[key] for key in ("study", "instance", "n", "epsilon", "seed")}, "k": k,

@@ -215,6 +215,38 @@ def test_a_studies_run_replaces_its_parts_and_keeps_the_rest():
     assert meta["minutes_by_studies"] == {"lower-bound-ceiling": 2.0}  # the caller's meta is not mutated
 
 
+def test_the_noisy_mean_runs_on_the_lower_bound_family_as_the_linear_minimizer_and_is_tabled():
+    """Every lower-bound spec runs the noisy clipped mean; its point is −R m̃/||m̃|| for the mechanism's
+    released mean m̃ (same seed) — one step of noisy clipped GD leaves the ball; its row is tabled."""
+    from cvxdp.baselines import noisy_clipped_gd
+    from cvxdp.baselines.noisy_gd import clip_rows, clipped_mean, gd_sensitivity
+    from cvxdp.privacy.mechanisms import L2LaplaceMechanism
+    from cvxdp.privacy.random import noise_source
+
+    bench = _load("bench_utility")
+    specs = bench.specs_full(1, ("lower-bound",))
+    assert len(specs) == 15 and all(bench.NOISY_MEAN in sp["methods"] for sp in specs)
+    assert bench.METHOD_KEYS["noisy-mean"] == bench.NOISY_MEAN
+    for seed in range(3):
+        task = bench.make_task("lower-bound", 1000, 1000 + seed, 4.0)
+        model, _ = bench.make_model("lower-bound", task)
+        G2, n, d = task.G(2.0), task.X_train.shape[0], task.d
+        step = bench.linear_minimizer_step(n, 1.0, model.diameter, G2)
+        w = noisy_clipped_gd(model, {"x": task.X_train, "y": task.y_train}, epsilon=1.0, C=G2, steps=1,
+                             step_size=step, random_state=seed).w
+        mech = L2LaplaceMechanism(gd_sensitivity(G2, n), 1.0, d)
+        m = mech.release(clipped_mean(clip_rows(task.X_train, G2)), noise_source(seed, warn=False),
+                         (np.full(d, -G2), np.full(d, G2)))
+        np.testing.assert_allclose(w, -task.radius * m / np.linalg.norm(m), atol=1e-12)
+    key = {"study": "lower-bound", "instance": "lower-bound", "n": 1000, "epsilon": 1.0, "seed": 0, "k": 4.0}
+    cells = [{**key, "excess": {bench.CVXDP: 0.04, bench.NOISY_MEAN: 0.0015}, "seconds": {}, "params": {},
+              "bound": 1.0}]
+    summary = bench.summarize(cells)
+    text = bench.markdown(summary, [], {}, [], {"machine": "m", "seeds": 1, "minutes": 0.0},
+                          bench.lower_bound_targets(summary))
+    assert f"| {bench.NOISY_MEAN} | 0.0015" in text[text.index("| k = 4 |"):]
+
+
 def test_bias_slack_benchmark_quick_orders_the_bounds(capsys):
     """The measured displacement lies below the sum bound (λ-strong convexity and each row's subgradient
     moving by at most (A_i − C)₊, up to both minimizers' certified accuracy) and below the planned bias

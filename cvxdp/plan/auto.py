@@ -58,10 +58,11 @@ curvature (only the domain's edge charges the noise), so a small λ pays; the LA
 curved, so it does not. ``n``, ``d``, ε, ``G_k`` and ``G₂`` do not say which; the loss's form would (an
 affine loss is public), but no plan keyed on it is built — on the lower-bound family the benchmark's
 noisy clipped mean with the ball's linear minimizer (one step of noisy clipped GD, ``C = G₂``) is
-25–131× better than the default at every ``n`` and ``k``, the plan such a rule should run. Choosing
-privately between the rule's λ and a quarter of it (:func:`cvxdp.private_selection`, each fit at about
-ε/3.3) lost on the high-leverage tail (0.29/0.12/0.058) and was mixed on the lower-bound family at ``k =
-2.5`` (0.10/0.024/0.050 against the default's 0.056/0.089/0.062).
+25–131× better than the default at every ``n`` and ``k`` — a candidate for such a rule, measured on this
+family only (its gradients are collinear, so clipping costs the mean no direction). Choosing privately
+between the rule's λ and a quarter of it (:func:`cvxdp.private_selection`, each fit at about ε/3.3) lost
+on the high-leverage tail (0.29/0.12/0.058) and was mixed on the lower-bound family at ``k = 2.5``
+(0.10/0.024/0.050 against the default's 0.056/0.089/0.062).
 
 Privacy: the choice reads ``n`` (public under replace-one neighbouring), ``d``, ``ε``, ``G_k``,
 ``G_2`` and the options — never the data — so which plan runs is itself public; ``Ĝ₂`` is

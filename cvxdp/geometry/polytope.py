@@ -62,8 +62,7 @@ class Polytope(ConicDomain):
         lo, hi = self._box
         reach = float(np.max(np.maximum(np.abs(lo), np.abs(hi)))) if np.all(np.isfinite(lo)) else 1.0
         row = float(np.max(np.abs(self.A_eq).sum(axis=1)))
-        return 64 * EPS * (1.0 + row * reach
-                                                  + float(np.max(np.abs(self.b_eq))))
+        return 64 * EPS * (1.0 + row * reach + float(np.max(np.abs(self.b_eq))))
 
     def make_feasible(self, points: np.ndarray) -> np.ndarray:
         p = as_points(points, self.dim)

@@ -234,6 +234,9 @@ def run_cell(spec: dict) -> dict:
         def fn():
             r = cvxdp.PrivateProblem(model).solve(data, epsilon=eps, moment_k=k, G_k=G_k, G_2=G_2,
                                                   random_state=seed, **kw)
+            plan = r.release_plan
+            if plan.gradient is not None:  # the affine plan: one release of the clipped mean gradient
+                return r.w, {"C_first": plan.gradient.C, "releases": plan.releases}
             return r.w, {"C_first": r.steps[0].plan.C, "releases": len(r.steps)}
         return fn
 

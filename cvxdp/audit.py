@@ -473,11 +473,14 @@ def _result_release(result: PrivateResult) -> Release:
     """The observable output and the public record of a :class:`~cvxdp.problem.PrivateResult`."""
     ledger = [(e.mechanism, e.batch, e.n_examples, e.epsilon) for e in result.ledger.entries]
     steps = [(s.phase, s.group, s.round, s.m, s.epsilon, s.lam) for s in result.steps]
-    first = result.steps[0] if result.steps else None  # none: the centre was released (no fit)
+    first = result.steps[0] if result.steps else None  # none: the centre was released, or the affine plan
+    gradient = None if result.release_plan is None else result.release_plan.gradient
     sched = result.schedule
     plan = {"ledger": ledger, "steps": steps,
             "first round": None if first is None else (first.radius, first.plan.C, first.plan.alpha,
                                                        first.plan.sensitivity, first.plan.noise_scale),
+            "mean gradient": None if gradient is None else (gradient.C, gradient.sensitivity,
+                                                            gradient.noise_scale),
             "tail": [(e.sensitivity, e.noise_scale) for e in result.ledger.entries
                      if e.mechanism == "private tail histogram"],
             "schedule": None if sched is None else (sched.sizes, sched.lambdas, sched.groups, sched.growth,
@@ -489,7 +492,8 @@ def _result_release(result: PrivateResult) -> Release:
     public = {"algorithm": result.algorithm, "profile": result.profile, "epsilon": result.epsilon,
               "tail": plan["tail"], "tail entries": [x for x in ledger if x[0] == "private tail histogram"]}
     # a released centre has no round and no moment bound: −1 stands for them (NaN would read as ⊥)
-    constants = ([-1.0, -1.0, -1.0] if first is None
+    constants = ([gradient.C, 0.0, gradient.noise_scale] if gradient is not None
+                 else [-1.0, -1.0, -1.0] if first is None
                  else [first.plan.C, first.lam, first.plan.noise_scale])
     bound = result.moment_bound if math.isfinite(result.moment_bound) else -1.0
     vector = np.concatenate([result.w, [*constants, bound, len(result.steps)]])
@@ -1232,6 +1236,39 @@ def _scaled_abs_model() -> Model:
     return Model(Loss(cp.abs(s * r * t * (y - x @ w)), w, data=[x, y, s, r, t]), [cp.norm(w, 2) <= 1.0])
 
 
+def _affine_model(ball: bool = True) -> Model:
+    from cvxdp import losses
+
+    w = cp.Variable(2)
+    return Model(losses.affine(w), [cp.norm(w, 2) <= 1.0] if ball else [cp.norm(w, 1) <= 1.0])
+
+
+def _affine_l1_model() -> Model:
+    return _affine_model(ball=False)
+
+
+def affine_flip_pair(n: int = 40, big: float = 1e12, seed: int = 0) -> tuple[dict, dict]:
+    """``losses.affine(w)`` data, ``d = 2``: ``n − 1`` shared rows of small gradients with mean near 0,
+    and one row whose gradient is ``+big·e₁`` in ``data_0`` and ``−big·e₁`` in ``data_1`` — clipped to
+    ``±C``, it alone decides the sign of the mean's first coordinate, so the affine plan's output
+    (the linear minimizer of the released mean) flips with it unless the noise covers it.  The two
+    rows have the same norm (the same Lipschitz constant)."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-0.05, 0.05, size=(n, 2))
+    X0, X1 = X.copy(), X.copy()
+    X0[-1], X1[-1] = [big, 0.0], [-big, 0.0]
+    y = rng.uniform(-1.0, 1.0, size=n)
+    return {"x": X0, "y": y}, {"x": X1, "y": y.copy()}
+
+
+def affine_huge_row_pair(n: int = 40, seed: int = 0) -> tuple[dict, dict]:
+    """The affine pair with one row at the data domain's edge (entries up to ``1e100`` are accepted),
+    ``x = (1e100, −1e100)``, ``y = −1e100``, against an ordinary row."""
+    d0, d1 = affine_flip_pair(n, 1.0, seed)
+    d1["x"][-1], d1["y"][-1] = [1e100, -1e100], -1e100
+    return d0, d1
+
+
 def _huge_coefficient_pair() -> tuple[dict, dict]:
     """n = 40 ordinary rows with ``s = r = t = 1``; in ``data_0`` the last has ``s = r = t = 1e100``: its
     coefficients are about ``1e300``, finite (inside the data domain), and the exact path's precision
@@ -1290,6 +1327,27 @@ def _register() -> dict[str, Scenario]:
         "LAD n=40, one label 1e10 vs 1, defaults with a public G_2 = G_k/2 (algorithm='auto' runs the "
         "clip rule)",
         label_pair, solve_fit(lad1, G_2=1.0, **defaults), full_runs=2000, quick_runs=150))
+    # the affine plan (algorithm='auto' on an affine loss): one clipped mean, its release, a linear minimizer
+    out.append(Scenario(
+        "affine-flip-row-1e12/mean-gradient",
+        "affine loss on the unit ball, n=40, gradients near 0 and one row +1e12·e1 vs −1e12·e1 (it decides "
+        "the mean's sign), defaults (algorithm='auto' runs the affine plan)",
+        affine_flip_pair, solve_fit(_affine_model, **defaults), full_runs=10_000, quick_runs=600))
+    out.append(Scenario(
+        "affine-huge-row/mean-gradient",
+        "affine loss on the unit ball, n=40, one row x=(1e100, −1e100), y=−1e100 vs an ordinary one, the "
+        "affine plan",
+        affine_huge_row_pair, solve_fit(_affine_model, **defaults), full_runs=2000, quick_runs=150,
+        same_tail=False))
+    out.append(Scenario(
+        "affine-flip-row-1e12/mean-gradient-l1-ball",
+        "the flip pair on the ℓ1 ball (the linear minimizer is a conic solve), the affine plan",
+        affine_flip_pair, solve_fit(_affine_l1_model, **defaults), full_runs=2000, quick_runs=60))
+    out.append(Scenario(
+        "affine-flip-row-1e12/partitioned-mean-gradient",
+        "the flip pair with executor=PartitionedExecutor(3) (exact partition sums), the affine plan",
+        affine_flip_pair, solve_fit(_affine_model, executor=PartitionedExecutor(3), **defaults),
+        full_runs=2000, quick_runs=150))
     estimators = (("lad", PrivateLADRegressor, False), ("quantile", PrivateQuantileRegressor, False),
                   ("svm", PrivateLinearSVM, True))
     for short, cls, classification in estimators:

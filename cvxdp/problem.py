@@ -13,8 +13,10 @@ Algorithms (``algorithm=``):
     ``2 < k < 4``: :func:`~cvxdp.plan.auto.clip_tail_ratio`) declares a heavy tail and
     ``n ε / d <`` :data:`~cvxdp.plan.auto.POPULATION_FROM` (where Algorithm 1's adaptive constants
     cannot yet pay for their worst-case bounds), ``"recursive"`` when a fixed ``lam`` is given or
-    ``n`` is too small for Algorithm 1's phases, ``"population"`` otherwise.  ``result.algorithm`` and
-    the plan say which ran and why.
+    ``n`` is too small for Algorithm 1's phases, ``"population"`` otherwise — and, before all of these,
+    ``"mean-gradient"`` when the loss is affine in ``w`` and ``G_k`` is a public number (unless an
+    option only the localization algorithms read is given).  ``result.algorithm`` and the plan say
+    which ran and why.
 ``"population"``
     Algorithm 1 over Algorithm 3 over Algorithm 2 — the paper's method, with the
     optimal heavy-tailed rate.
@@ -22,6 +24,10 @@ Algorithms (``algorithm=``):
     Algorithm 3 on all the data (one regularized ERM, localized).
 ``"output-perturbation"``
     One round of Algorithm 2 on ``U = W`` — the plain-extension ablation.
+``"mean-gradient"``
+    For a loss affine in ``w`` only (:mod:`cvxdp.plan.mean_gradient`): one ℓ2-Laplace release of the
+    mean of the per-example gradients clipped to ``C = G_k((k−1)nε/(2d))^{1/k}``, then the minimizer
+    of the released linear function over ``W`` — the heavy-tailed rate with no ``λ`` to shrink it.
 
 Every argument is validated before any data is touched or noise drawn; the
 ledger is checked against ``ε`` before each release and again at the end.
@@ -55,7 +61,7 @@ from cvxdp.run.executor import Executor, get_executor
 from cvxdp.run.fit import run_fit
 from cvxdp.run.partitions import Partitions
 from cvxdp.run.release import LocalizationStep
-from cvxdp.structure import GenericStructure
+from cvxdp.structure import GenericStructure, is_affine
 
 
 @dataclass
@@ -148,10 +154,12 @@ class PrivateResult:
     def summary(self) -> str:
         """The algorithm, the ε spent, the number of releases and ``w``: public or private figures only."""
         rounds = len(self.steps)
-        extra = len(self.ledger.entries) - rounds
+        gradient = self.release_plan is not None and self.release_plan.gradient is not None
+        extra = len(self.ledger.entries) - rounds - gradient
+        what = ("a noisy clipped mean of the gradients" if gradient else f"{rounds} localization rounds")
         lines = [f"private model ({self.algorithm}, profile {self.profile}): "
                  f"ε spent {self.ledger.spent:.4g} of {self.epsilon:.4g}, "
-                 f"{len(self.ledger.entries)} releases ({rounds} localization rounds"
+                 f"{len(self.ledger.entries)} releases ({what}"
                  + (" and the private tail histogram" if extra else "") + ")",
                  "w = " + np.array2string(self.w, precision=4, max_line_width=100)]
         return "\n".join(lines)
@@ -237,7 +245,8 @@ class PrivateProblem:
             constants, which calibrates the extension's bias (tight profile;
             default 0.1 when the loss allows it, 0 for the paper profile, and 0 when
             ``algorithm="auto"`` runs the clip rule, unless ``tail_range`` is declared: see
-            :mod:`cvxdp.plan.auto`).
+            :mod:`cvxdp.plan.auto`; the affine plan runs no histogram, and a positive
+            ``tail_share`` asks ``"auto"`` for the localization algorithms instead).
         tail_range:
             Public range ``(low, high)`` of the per-example Lipschitz constants for
             the histogram's geometric grid.  Default ``(1e-4 G_k, 1e4 G_k)``, or
@@ -353,9 +362,10 @@ class PrivateProblem:
 
     def _inputs(self, *, erm: ERMSettings | None = None, **options) -> PublicInputs:
         """Validate the options, then the loss and solver settings they need (public values only)."""
-        structured = not isinstance(self.model.loss.structure, GenericStructure)
+        structure = self.model.loss.structure
+        structured = not isinstance(structure, GenericStructure)
         inputs = PublicInputs.from_options(d=self.model.dim, D=self.model.diameter, structured=structured,
-                                           **options)
+                                           affine=is_affine(structure), **options)
         if erm is not None and not isinstance(erm, ERMSettings):
             raise ParameterError(f"erm must be a cvxdp.ERMSettings (e.g. ERMSettings(method='conic')) or "
                                  f"None, got {type(erm).__name__}.")

@@ -232,6 +232,12 @@ def recognize_structure(expr: cp.Expression, w: cp.Variable) -> Structure:
     return GenericStructure()
 
 
+def is_affine(structure: Structure) -> bool:
+    """Whether the loss is affine in ``w`` (one linear piece, ``<a(z), w> + b(z)``): read off the
+    expression, so public; the affine plan (:mod:`cvxdp.plan.mean_gradient`) runs on such losses."""
+    return isinstance(structure, PiecewiseLinearStructure) and len(structure.pieces) == 1
+
+
 def affine_coefficients(exprs: tuple[cp.Expression, ...], w: cp.Variable,
                         data: Mapping[cp.Parameter, np.ndarray], m: int
                         ) -> tuple[np.ndarray, np.ndarray]:

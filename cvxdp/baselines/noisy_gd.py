@@ -12,7 +12,9 @@ average iterate (post-processing).
 Fail closed without a data-dependent refusal: each example's gradient is clipped by
 a per-example map (:func:`clip_rows`) that sends a non-finite gradient to ``0``, so a
 NaN can neither poison the mean nor, through it, the released point; the noise and
-the released point are checked by the mechanism.
+the released point are checked by the mechanism.  The clipping, the mean (each coordinate's sum
+exact, divided once) and its sensitivity are :mod:`cvxdp.privacy.clipped_mean`'s, shared with the
+affine plan (:mod:`cvxdp.plan.mean_gradient`).
 
 This is the standard clipped-gradient route; under pure DP its private error
 decays only like the *square root* of the optimal heavy-tailed term, which is
@@ -30,44 +32,11 @@ from cvxdp._validation import positive_finite, positive_int, privacy_epsilon
 from cvxdp.baselines.output_perturbation import BaselineResult
 from cvxdp.erm.adaptive_subgradient import loss_subgradients
 from cvxdp.model import Model
+from cvxdp.privacy.clipped_mean import clip_rows, clipped_mean
+from cvxdp.privacy.clipped_mean import mean_sensitivity as gd_sensitivity
 from cvxdp.privacy.ledger import PrivacyLedger, equal_share
 from cvxdp.privacy.mechanisms import L2LaplaceMechanism
 from cvxdp.privacy.random import noise_source
-
-
-def clip_rows(grads: np.ndarray, C: float) -> np.ndarray:
-    """``g_i · min(1, C/||g_i||)`` row by row; a row with a non-finite entry becomes ``0``.
-
-    A function of each row alone with ``||output_i|| ≤ C`` in exact arithmetic (the factor is shrunk
-    by ``(d + 16)·2⁻⁵²``, more than the rounding of a ``d``-term norm, the quotient and the product),
-    so replacing one example
-    moves the exact mean by at most ``2C/n`` whatever the rows are; norms are computed after scaling
-    by the row's largest entry, so rows near the float range do not overflow to ``∞`` (and clip to ``0``).
-    """
-    g = np.array(grads, dtype=float)
-    g[~np.all(np.isfinite(g), axis=1)] = 0.0
-    peak = np.max(np.abs(g), axis=1, keepdims=True)
-    safe = np.where(peak > 0, peak, 1.0)
-    norms = peak * np.linalg.norm(g / safe, axis=1, keepdims=True)
-    shrink = 1.0 - (g.shape[1] + 16) * 2.0**-52
-    with np.errstate(over="ignore"):  # a tiny row under a huge C: the factor is 1 (no warning a row decides)
-        return g * np.minimum(1.0, C * shrink / np.maximum(norms, 1e-300))
-
-
-def clipped_mean(clipped: np.ndarray) -> np.ndarray:
-    """The mean of the rows with each coordinate's sum exactly rounded (``math.fsum``), then divided.
-
-    Each coordinate is within ``2u·|S_j|/n`` of the exact mean (``u = 2⁻⁵³``), so the float means of
-    neighbouring data sets are within ``2C/n + 4uC`` of each other in ℓ2 (``||S|| ≤ nC``): the
-    sensitivity :func:`gd_sensitivity` charges.
-    """
-    n = clipped.shape[0]
-    return np.array([math.fsum(col) for col in clipped.T]) / n
-
-
-def gd_sensitivity(C: float, n: int) -> float:
-    """``(2C/n)(1 + 2(n + 2)u)``, rounded up: covers ``2C/n + 4uC`` and the formula's own rounding."""
-    return float(np.nextafter(2.0 * C / n * (1.0 + 2.0 * (n + 2) * 2.0**-53), np.inf))
 
 
 def noisy_clipped_gd(model: Model, data: Mapping, *, epsilon: float, C: float, steps: int,
@@ -104,3 +73,6 @@ def noisy_clipped_gd(model: Model, data: Mapping, *, epsilon: float, C: float, s
         total += w
     return BaselineResult(name="noisy clipped GD", w=W.make_feasible(total / T), ledger=ledger,
                           params={"C": C, "steps": T, "step_size": eta, "noise_scale": s})
+
+
+__all__ = ["clip_rows", "clipped_mean", "gd_sensitivity", "noisy_clipped_gd"]

@@ -1,6 +1,9 @@
-"""The default ``algorithm="auto"``: a public choice between two plans, from ``n ε / d`` and ``G₂ / G_k``.
+"""The default ``algorithm="auto"``: a public choice of plan, from the loss's form, ``n ε / d``, ``G₂ / G_k``.
 
-The two plans:
+First, a loss affine in ``w`` (read off its expression) with a public ``G_k`` runs the affine plan,
+:mod:`cvxdp.plan.mean_gradient` — one noisy clipped mean of the gradients and its linear minimizer over
+``W`` — unless an option only the localization algorithms read is given (:func:`localization_options`).
+Every other loss chooses between two plans:
 
 * **Algorithm 1** (``"population"``) with the tight profile's adaptive constants — each round's
   ``C`` minimizes a certified radius, λ and the phases minimize a public excess-risk proxy, and each
@@ -111,6 +114,31 @@ def uses_clip_rule(profile: Profile, *, lam: float | None, lambda_scale: float |
             and all(v is None for v in fixed))
 
 
+def localization_options(*, profile: Profile, lam: float | None, lambda_scale: float | None,
+                         lambda_growth: float | None, max_phases: int | None, boosting_groups: int | None,
+                         localize: bool, tail_share_given: bool, tail_range_given: bool) -> list[str]:
+    """The options given that only the localization algorithms read (names, for a message): the affine
+    plan (:mod:`cvxdp.plan.mean_gradient`) runs under ``"auto"`` only when this is empty.
+
+    A profile other than the plain :class:`TightProfile`, a fixed ``clip``, ``localize=False``, any of the
+    λ and schedule options, and a positive ``tail_share`` or a ``tail_range`` passed (``tail_share_given``,
+    ``tail_range_given``: the affine plan spends no budget on the tail histogram) each ask for the
+    paper's algorithms.
+    """
+    named = {"lam": lam, "lambda_scale": lambda_scale, "lambda_growth": lambda_growth,
+             "max_phases": max_phases, "boosting_groups": boosting_groups}
+    asked = [name for name, value in named.items() if value is not None]
+    if not (type(profile) is TightProfile and profile.clip is None):
+        asked.append("profile")
+    if not localize:
+        asked.append("localize")
+    if tail_share_given:
+        asked.append("tail_share")
+    if tail_range_given:
+        asked.append("tail_range")
+    return asked
+
+
 def clip_tail_ratio(k: float) -> float:
     """The largest public ``G₂ / G_k`` that declares a heavy tail at the moment order ``k``:
     ``max(0.85, 0.85^{2 − 4/k})`` for ``k > 2`` (:data:`CLIP_TAIL_RATIO` = 0.85 at ``k = 4``), none at
@@ -169,10 +197,14 @@ def _ratio_text(ratio: float) -> str:
 def choose_algorithm(*, n: int, d: int, epsilon: float, D: float, moment_k: float, delta: float,
                      profile: Profile, may_clip: bool, fixed_lam: bool = False,
                      boosting_groups: int | None = None, population_options: bool = False,
-                     heavy: bool | None = None, public_G_k: bool = True) -> tuple[str, bool, str]:
+                     heavy: bool | None = None, public_G_k: bool = True,
+                     affine: bool = False) -> tuple[str, bool, str]:
     """``(algorithm, clip_rule, reason)``: the plan ``"auto"`` runs for these public inputs, and why
     (the text :meth:`~cvxdp.plan.planner.ReleasePlan.describe` prints; public inputs only).
 
+    * ``("mean-gradient", False)`` — the affine plan, :mod:`cvxdp.plan.mean_gradient` — when ``affine``
+      (the loss is affine in ``w``, ``G_k`` is public and no option of :func:`localization_options` was
+      given);
     * ``("population", False)`` when ``population_options`` (an option only Algorithm 1 reads was
       given: it is asked for, and refused by :meth:`~cvxdp.plan.inputs.PublicInputs.with_n` if ``n``
       is too small for it);
@@ -188,6 +220,9 @@ def choose_algorithm(*, n: int, d: int, epsilon: float, D: float, moment_k: floa
     ``heavy`` (default: ``may_clip``) says whether the moment bounds declared a heavy tail, and
     ``public_G_k`` whether ``G_k`` was given as a number (not ``"auto"``); they only word the reason.
     """
+    if affine:
+        return "mean-gradient", False, ("the loss is affine in w: its risk is <E a(z), w> + const, so one "
+                                        "noisy clipped mean of the gradients decides the model")
     heavy = may_clip if heavy is None else heavy
     ratio = n * epsilon / d
     shown = _ratio_text(ratio)
@@ -217,4 +252,4 @@ def choose_algorithm(*, n: int, d: int, epsilon: float, D: float, moment_k: floa
 
 
 __all__ = ["CLIP_TAIL_RATIO", "POPULATION_FROM", "check_population_schedule", "choose_algorithm", "clip_rule",
-           "clip_tail_ratio", "heavy_tail", "uses_clip_rule"]
+           "clip_tail_ratio", "heavy_tail", "localization_options", "uses_clip_rule"]

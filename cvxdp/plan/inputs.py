@@ -18,10 +18,16 @@ import numpy as np
 
 from cvxdp._validation import MOMENT_MAX, at_least, positive_finite, privacy_epsilon, probability
 from cvxdp.error import ParameterError, UncertifiableLossError
-from cvxdp.plan.auto import check_population_schedule, choose_algorithm, heavy_tail, uses_clip_rule
+from cvxdp.plan.auto import (
+    check_population_schedule,
+    choose_algorithm,
+    heavy_tail,
+    localization_options,
+    uses_clip_rule,
+)
 from cvxdp.plan.profiles import Profile, get_profile
 
-ALGORITHMS = ("auto", "population", "recursive", "output-perturbation")
+ALGORITHMS = ("auto", "population", "recursive", "output-perturbation", "mean-gradient")
 
 
 def _positive_int_or_none(name: str, value: object) -> int | None:
@@ -83,6 +89,9 @@ class PublicInputs:
     auto_reason: str = ""
     #: Whether ``tail_share`` was passed (``False``: the default share above).
     tail_share_given: bool = False
+    #: Whether the loss is affine in ``w`` (read off its expression: public); ``"auto"`` then runs the
+    #: affine plan (:mod:`cvxdp.plan.mean_gradient`) unless an option asks for another.
+    affine: bool = False
 
     @property
     def auto(self) -> bool:
@@ -95,6 +104,8 @@ class PublicInputs:
         (:mod:`cvxdp.plan.auto`, chosen only with public ``G_k`` and ``G_2``) when neither
         ``tail_share`` nor ``tail_range`` was passed — the histogram would only estimate the ``G₂``
         already given, so its default share goes to the fit instead.  A function of public inputs."""
+        if self.algorithm == "mean-gradient":
+            return 0.0  # the affine plan reads a public G_k only (refused with a tail option)
         if self.clip_rule and not self.tail_share_given and not self.declared_tail_range:
             return 0.0
         return self.tail_share
@@ -111,11 +122,13 @@ class PublicInputs:
                      tail_share: float | None = None, tail_range: tuple[float, float] | None = None,
                      lambda_scale: float | None = None, lambda_growth: float | None = None,
                      max_phases: int | None = None, lam: float | None = None,
-                     boosting_groups: int | None = None, n: int | None = None) -> PublicInputs:
+                     boosting_groups: int | None = None, n: int | None = None,
+                     affine: bool = False) -> PublicInputs:
         """Validate the options of :meth:`PrivateProblem.solve <cvxdp.problem.PrivateProblem.solve>`.
 
-        ``d``, ``D`` and ``structured`` (whether the loss has per-example Lipschitz constants)
-        describe the model; the other arguments are documented on ``solve``.  Every refusal is a
+        ``d``, ``D``, ``structured`` (whether the loss has per-example Lipschitz constants) and
+        ``affine`` (whether it is affine in ``w``) describe the model; the other arguments are
+        documented on ``solve``.  Every refusal is a
         :class:`~cvxdp.error.ParameterError` (or an :class:`~cvxdp.error.UncertifiableLossError`
         for an option the loss cannot support) that depends on these values only.
         """
@@ -183,7 +196,7 @@ class PublicInputs:
             raise UncertifiableLossError("a private tail estimate needs per-example Lipschitz constants, "
                                          "which cvxdp has for structured losses only; pass G_k and "
                                          "tail_share=0.")
-        if tail_share > 0 and grid is None:
+        if tail_share > 0 and grid is None and algorithm != "mean-gradient":  # it runs no histogram
             grid = (1e-6, 1e10) if auto else (1e-4 * G_k, 1e4 * G_k)
             if not (grid[0] > 0.0 and math.isfinite(grid[1])):
                 raise ParameterError(f"G_k = {G_k!r} puts the tail histogram's default range (1e-4·G_k, "
@@ -191,12 +204,28 @@ class PublicInputs:
                                      "public tail_range in the data's units, or tail_share=0.")
         boosting_groups = _positive_int_or_none("boosting_groups", boosting_groups)
         localize = _flag("localize", localize)
+        asked = localization_options(profile=prof, lam=lam, lambda_scale=lambda_scale,
+                                     lambda_growth=lambda_growth, max_phases=max_phases,
+                                     boosting_groups=boosting_groups, localize=localize,
+                                     tail_share_given=tail_share_given and tail_share > 0,
+                                     tail_range_given=tail_range is not None)
+        if algorithm == "mean-gradient":
+            if not affine:
+                raise ParameterError("algorithm='mean-gradient' needs a loss affine in w (<a(z), w> + b(z)); "
+                                     "use 'auto' or one of the localization algorithms for this loss.")
+            if auto:
+                raise ParameterError("algorithm='mean-gradient' plans its clip level from a public G_k; "
+                                     "pass a number for G_k (or use algorithm='auto' with G_k='auto').")
+            if asked:
+                raise ParameterError(f"algorithm='mean-gradient' does not read {', '.join(asked)} "
+                                     "(options of the localization algorithms); drop them or choose "
+                                     "another algorithm.")
         inputs = cls(d=int(d), D=float(D), epsilon=eps, moment_k=k, G_k=G_k, G_2=G_2, delta=delta,
                      algorithm=algorithm, profile=prof, localize=localize, tail_share=tail_share,
                      tail_grid=grid, lambda_scale=lambda_scale, lambda_growth=lambda_growth,
                      max_phases=max_phases, lam=lam, boosting_groups=boosting_groups,
                      structured=bool(structured), declared_tail_range=tail_range is not None,
-                     tail_share_given=tail_share_given)
+                     tail_share_given=tail_share_given, affine=bool(affine))
         return inputs if n is None else inputs.with_n(n)
 
     def with_n(self, n: int) -> PublicInputs:
@@ -222,6 +251,12 @@ class PublicInputs:
                 profile=self.profile, may_clip=may_clip, heavy=heavy,
                 public_G_k=not isinstance(self.G_k, str), fixed_lam=self.lam is not None,
                 boosting_groups=self.boosting_groups,
+                affine=self.affine and not isinstance(self.G_k, str) and not localization_options(
+                    profile=self.profile, lam=self.lam, lambda_scale=self.lambda_scale,
+                    lambda_growth=self.lambda_growth, max_phases=self.max_phases,
+                    boosting_groups=self.boosting_groups, localize=self.localize,
+                    tail_share_given=self.tail_share_given and self.tail_share > 0,
+                    tail_range_given=self.declared_tail_range),
                 population_options=any(v is not None for v in (self.lambda_growth, self.max_phases,
                                                                self.boosting_groups)))
             inputs = replace(self, algorithm=algorithm, clip_rule=clip, auto_algorithm=True,

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from cvxdp.error import CvxdpError, ParameterError
 from cvxdp.plan.auto import clip_rule
 from cvxdp.plan.inputs import PublicInputs
+from cvxdp.plan.mean_gradient import MeanGradientPlan, plan_mean_gradient
 from cvxdp.plan.profiles import RoundPlan, TightProfile
 from cvxdp.plan.schedule import (
     PhaseSchedule,
@@ -51,6 +52,7 @@ ALGORITHM_NAMES = {
     "population": "population localization (Algorithm 1 over Algorithm 3 over Algorithm 2)",
     "recursive": "recursive localization (Algorithm 3 over Algorithm 2) on all the data",
     "output-perturbation": "one round of localized output perturbation (Algorithm 2) on U = W",
+    "mean-gradient": "one noisy clipped mean of an affine loss's gradients, then its linear minimizer over W",
 }
 
 
@@ -119,6 +121,8 @@ class ReleasePlan:
     #: ``"centre"`` (no fit: the domain's public centre is released) or ``"tail_range top"`` (planned
     #: for the declared range's top as a public ``G_k``).  See :meth:`Planner.plan`.
     fallback: str | None = None
+    #: The affine plan's one release (:mod:`cvxdp.plan.mean_gradient`), else ``None``; it has no batches.
+    gradient: MeanGradientPlan | None = None
 
     @property
     def partitioned(self) -> bool:
@@ -132,7 +136,7 @@ class ReleasePlan:
     @property
     def releases(self) -> int:
         """How many mechanism calls the fit makes (the histogram included)."""
-        return len(self.rounds) + (self.tail is not None)
+        return len(self.rounds) + (self.tail is not None) + (self.gradient is not None)
 
     def phase_batches(self) -> list[list[BatchPlan]]:
         """The batches grouped by phase, in order (one phase for the single-batch algorithms)."""
@@ -177,6 +181,12 @@ class ReleasePlan:
                    else "releases the domain's centre") + ")." if not self.batches else
                 "C, λ, the schedule and the radii below assume the public worst-case tail; in the fit "
                 "they come from the tail release (its ε and the fit's ε per example are fixed)."))
+        if self.gradient is not None:
+            g = self.gradient
+            lines.append(f"  release 1: the mean of the per-example gradients clipped to C = {g.C:.4g} "
+                         f"(C = G_k((k−1)nε/(2d))^(1/k)), ε = {g.epsilon:.4g} on every example, "
+                         f"Δ = {g.sensitivity:.4g}, s = {g.noise_scale:.4g}; the model is its linear "
+                         "minimizer over W (post-processing)")
         if self.batches:
             disjoint = ("disjoint batches (a public random partition, parallel composition): each "
                         "example is read by one batch" if self.partitioned else "one batch: all examples")
@@ -275,6 +285,19 @@ class Planner:
             return ReleasePlan(inputs=inp, tail=tail_plan, epsilon_fit=eps_fit, G_k=math.nan, G_2=math.nan,
                                schedule=None, batches=(), provisional=True, profile_name=profile.name)
         G_2 = G_k if G_2 is None else min(G_2, G_k)
+        if inp.algorithm == "mean-gradient":
+            try:  # a moment bound at the ends of the float range overflows C or its sensitivity
+                gradient = plan_mean_gradient(inp.n, inp.d, eps_fit, inp.moment_k, G_k)
+            except CvxdpError:
+                raise ParameterError(_NOT_FINITE) from None
+            except (ZeroDivisionError, OverflowError, ValueError) as exc:
+                raise ParameterError(_NOT_FINITE) from exc
+            values = (gradient.C, gradient.sensitivity, gradient.noise_scale)
+            if not all(math.isfinite(v) and v > 0 for v in values):
+                raise ParameterError(_NOT_FINITE)
+            return ReleasePlan(inputs=inp, tail=tail_plan, epsilon_fit=eps_fit, G_k=float(G_k),
+                               G_2=float(G_2), schedule=None, batches=(), provisional=False,
+                               profile_name=profile.name, gradient=gradient)
         lam = None
         if inp.clip_rule:
             profile, lam = self._clip_rule(profile, eps_fit, G_2, tail)

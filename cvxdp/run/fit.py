@@ -13,6 +13,10 @@ fit to noise, in this order:
    plan that would overspend is refused here, before the fit draws noise;
 5. one noise source per group, spawned from the main one;
 6. the phases (:func:`~cvxdp.run.population.population_localization`) through the executor.
+
+The affine plan (:mod:`cvxdp.plan.mean_gradient`, for a loss affine in ``w``) has no histogram and no
+batches: after step 2 its one release runs through :func:`~cvxdp.run.mean_gradient.release_mean_gradient`
+(charge, clipped mean, noise, linear minimizer).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from cvxdp.privacy.ledger import PrivacyLedger
 from cvxdp.privacy.random import NoiseSource
 from cvxdp.privacy.tail import private_tail_profile
 from cvxdp.run.executor import Executor
+from cvxdp.run.mean_gradient import release_mean_gradient
 from cvxdp.run.partitions import Partitions, compact
 from cvxdp.run.population import population_localization
 from cvxdp.run.release import LocalizationStep, charge_plan
@@ -52,6 +57,10 @@ def run_fit(model: Model, examples: Examples | Partitions, planner: Planner, *, 
     timings["tail"] = time.perf_counter() - t1
     plan = planner.plan(tail)
     timings["plan"] = time.perf_counter() - t1 - timings["tail"]
+    if plan.gradient is not None:  # the affine plan: one release, no batches (cvxdp.run.mean_gradient)
+        w, _ = release_mean_gradient(model, examples, plan.gradient, ledger=ledger, source=source)
+        timings["fit"] = time.perf_counter() - t1
+        return w, [], plan
     n = examples.n if isinstance(examples, Partitions) else examples.m
     # Algorithm 1's public random partition (cvxdp.run.shuffle): batch b reads the rows at shuffled
     # positions [offset_b, offset_b + size_b); the single-batch algorithms read every example.  The

@@ -1269,6 +1269,52 @@ def affine_huge_row_pair(n: int = 40, seed: int = 0) -> tuple[dict, dict]:
     return d0, d1
 
 
+def _affine_interval_model() -> Model:
+    from cvxdp import losses
+
+    w = cp.Variable(1)
+    return Model(losses.affine(w), [cp.abs(w) <= 1.0])
+
+
+def affine_sign_pair(n: int = 40, big: float = 1e12) -> tuple[dict, dict]:
+    """``losses.affine`` on ``[−1, 1]``: ``n − 1`` rows with gradient ``0`` and one with ``+big`` against
+    ``−big`` — the mean is ``±C/n`` exactly, so the output (``∓1``, or ``0`` for a released ``0``) is a
+    sign test on one record: the most an ε-DP release of it can reveal is ``log(2e^{ε/2} − 1)``."""
+    X0, X1 = np.zeros((n, 1)), np.zeros((n, 1))
+    X0[-1], X1[-1] = big, -big
+    return {"x": X0, "y": np.zeros(n)}, {"x": X1, "y": np.zeros(n)}
+
+
+def _scaled_affine_model() -> Model:
+    """``s·r·t·<x, w> + y`` on ``[−1, 1]``: an affine loss whose slope is a product of data placeholders,
+    so one record's gradient can reach ``1e308`` while the others' are ``~1e-17``."""
+    from cvxdp.loss import Loss
+
+    w = cp.Variable(1)
+    x, y = cp.Parameter(1, name="x"), cp.Parameter(name="y")
+    s, r, t = cp.Parameter(name="s"), cp.Parameter(name="r"), cp.Parameter(name="t")
+    return Model(Loss(s * r * t * (x @ w) + y, w, data=[x, y, s, r, t]), [cp.abs(w) <= 1.0])
+
+
+def subnormal_factor_pair(n: int = 100) -> tuple[dict, dict]:
+    """Review helper-36's pair for :func:`_scaled_affine_model` with ``G_k = 5·10⁻¹⁷`` (``C ≈ 2.6·10⁻¹⁶``):
+    the other rows have gradient 0 and one row's is ``±1.06·10³⁰⁸`` — ``C/||g||`` is subnormal, and the
+    clip that multiplied by it left that row near ``2C`` (a privacy loss near ``2ε``).  The row's norm
+    is set from the plan's public ``C`` so that the exact factor sits just above half the smallest
+    subnormal, where rounding doubled it."""
+    from cvxdp.plan.mean_gradient import plan_mean_gradient
+
+    C = plan_mean_gradient(n, 1, 1.0, 4.0, 5e-17).C
+    norm = 2.0 * C / 2.0**-1074 * (1.0 - 1e-6)
+    sides = []
+    for sign in (1.0, -1.0):
+        d = {"x": np.zeros((n, 1)), "y": np.zeros(n), "s": np.ones(n), "r": np.ones(n), "t": np.ones(n)}
+        d["s"][0] = d["r"][0] = d["t"][0] = 1e100
+        d["x"][0] = [sign * norm / 1e300]
+        sides.append(d)
+    return sides[0], sides[1]
+
+
 def _huge_coefficient_pair() -> tuple[dict, dict]:
     """n = 40 ordinary rows with ``s = r = t = 1``; in ``data_0`` the last has ``s = r = t = 1e100``: its
     coefficients are about ``1e300``, finite (inside the data domain), and the exact path's precision
@@ -1343,6 +1389,17 @@ def _register() -> dict[str, Scenario]:
         "affine-flip-row-1e12/mean-gradient-l1-ball",
         "the flip pair on the ℓ1 ball (the linear minimizer is a conic solve), the affine plan",
         affine_flip_pair, solve_fit(_affine_l1_model, **defaults), full_runs=2000, quick_runs=60))
+    out.append(Scenario(
+        "affine-sign-flip/mean-gradient",
+        "affine loss on [−1, 1], n=40, every gradient 0 but one, +1e12 vs −1e12: the output is a sign test "
+        "on that record, the affine plan",
+        affine_sign_pair, solve_fit(_affine_interval_model, **defaults), full_runs=10_000, quick_runs=1000))
+    out.append(Scenario(
+        "affine-subnormal-clip-factor/mean-gradient",
+        "the affine loss s·r·t·<x, w> + y on [−1, 1], n=100, G_k=5e-17, one row's gradient ±1.06e308 "
+        "(C/||g|| subnormal: review helper-36), the affine plan",
+        subnormal_factor_pair, solve_fit(_scaled_affine_model, epsilon=1.0, moment_k=4.0, G_k=5e-17),
+        full_runs=10_000, quick_runs=1000))
     out.append(Scenario(
         "affine-flip-row-1e12/partitioned-mean-gradient",
         "the flip pair with executor=PartitionedExecutor(3) (exact partition sums), the affine plan",

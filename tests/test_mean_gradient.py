@@ -105,6 +105,41 @@ def test_neighbouring_clipped_means_differ_by_at_most_the_sensitivity_in_rationa
     assert gap == pytest.approx(2 * C / n, rel=1e-14) and gap <= mean_sensitivity(C, n)
 
 
+def test_a_clipped_row_is_no_longer_than_C_even_when_C_over_its_norm_is_subnormal():
+    """Review helper-36's pair: a row of norm 1.06e308 under C = 2.6e-16 — the factor C/||g|| is subnormal
+    and rounded to 2⁻¹⁰⁷⁴, which left the row near 2C; scaling the unit row keeps it within C (checked in
+    rationals), over every C from the floor to the float range's top."""
+    C = 2.6165878484802636e-16
+    [row] = clip_rows(np.array([[1.05920549e308, 0.0]]), C)
+    assert sum(Fraction(float(t)) ** 2 for t in row) <= Fraction(C) ** 2
+    assert float(np.linalg.norm(row)) == pytest.approx(C, rel=1e-14)
+    rng = np.random.default_rng(7)
+    for _ in range(400):
+        d = int(rng.integers(1, 7))
+        C = float(np.exp2(rng.uniform(-900, 1020)))
+        scale = np.exp2(rng.uniform(-1074, 1023, size=(5, 1)))
+        rows = np.clip(rng.normal(size=(5, d)) * scale, -1e308, 1e308)
+        for g, out in zip(rows, clip_rows(rows, C), strict=True):
+            assert sum(Fraction(float(t)) ** 2 for t in out) <= Fraction(C) ** 2
+            if np.linalg.norm(g / np.max(np.abs(g))) * np.max(np.abs(g)) < 0.5 * C:
+                assert np.array_equal(out, g)  # a short row is kept as it is
+
+
+def test_a_clip_level_below_the_floor_is_refused_before_any_data():
+    """Below 2⁻⁹⁰⁰ the mean's rounding stops being relative (review helper-36: a subnormal C let the
+    neighbouring means differ by 1.99Δ): the planner, the GD baseline and objective perturbation refuse."""
+    from cvxdp.baselines import noisy_clipped_gd
+    from cvxdp.privacy.clipped_mean import MIN_CLIP, clip_level
+
+    assert clip_level("C", MIN_CLIP) == MIN_CLIP
+    with pytest.raises(ParameterError, match="below 2"):
+        clip_level("C", MIN_CLIP / 2)
+    with pytest.raises(ParameterError, match="not a finite positive number"):
+        cvxdp.PrivateProblem(_affine_model()).plan(n=10, epsilon=1.0, moment_k=2.0, G_k=362 * 2.0**-1074)
+    with pytest.raises(ParameterError, match="below 2"):
+        noisy_clipped_gd(_affine_model(), _heavy_data(20), epsilon=1.0, C=1e-300, steps=1, random_state=0)
+
+
 # -- the plan ---------------------------------------------------------------------------------------
 
 def test_the_clip_level_minimizes_bias_plus_noise():
@@ -163,10 +198,10 @@ def test_the_affine_plan_refuses_what_it_cannot_run():
     problem = cvxdp.PrivateProblem(cvxdp.Model(cvxdp.losses.absolute(v), [cp.norm(v, 2) <= 1.0]))
     with pytest.raises(ParameterError, match="affine in w"):
         problem.plan(n=100, epsilon=1.0, moment_k=4.0, G_k=1.0, algorithm="mean-gradient")
-    for algorithm in ("mean-gradient", "auto"):  # with tail_share=0 (no histogram's grid to refuse first)
+    for algorithm in ("mean-gradient", "auto"):  # not the grid of a histogram it would not run
         with pytest.raises(ParameterError, match="not a finite positive number"):
             cvxdp.PrivateProblem(_affine_model()).plan(n=100, epsilon=1.0, moment_k=4.0, G_k=1e308,
-                                                       tail_share=0.0, algorithm=algorithm)
+                                                       algorithm=algorithm)
 
 
 def test_the_dry_run_prints_the_one_release():

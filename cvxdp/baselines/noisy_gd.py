@@ -32,7 +32,7 @@ from cvxdp._validation import positive_finite, positive_int, privacy_epsilon
 from cvxdp.baselines.output_perturbation import BaselineResult
 from cvxdp.erm.adaptive_subgradient import loss_subgradients
 from cvxdp.model import Model
-from cvxdp.privacy.clipped_mean import clip_rows, clipped_mean
+from cvxdp.privacy.clipped_mean import clip_level, clip_rows, clipped_mean
 from cvxdp.privacy.clipped_mean import mean_sensitivity as gd_sensitivity
 from cvxdp.privacy.ledger import PrivacyLedger, equal_share
 from cvxdp.privacy.mechanisms import L2LaplaceMechanism
@@ -47,7 +47,7 @@ def noisy_clipped_gd(model: Model, data: Mapping, *, epsilon: float, C: float, s
     the minimizer of the standard projected-subgradient bound.
     """
     eps = privacy_epsilon(epsilon)
-    C = positive_finite("C", C)
+    C = clip_level("C", C)
     T = positive_int("steps", steps)
     examples = model.bind(data)
     source = noise_source(random_state)

@@ -40,12 +40,12 @@ import numpy as np
 from scipy.special import expit
 
 from cvxdp._validation import positive_finite, privacy_epsilon
-from cvxdp.baselines.noisy_gd import clip_rows
 from cvxdp.baselines.output_perturbation import BaselineResult
 from cvxdp.error import CertificationError, ParameterError, UncertifiableLossError
 from cvxdp.links import HuberLink, LogisticLink
 from cvxdp.model import Model
 from cvxdp.numerics import row_scales, weighted_row_sum
+from cvxdp.privacy.clipped_mean import clip_level, clip_rows
 from cvxdp.privacy.ledger import PrivacyLedger
 from cvxdp.privacy.mechanisms import L2LaplaceMechanism
 from cvxdp.privacy.random import noise_source
@@ -61,7 +61,7 @@ def objective_perturbation(model: Model, data: Mapping, *, epsilon: float, featu
     point (before projection onto ``W``) to the exact minimizer.
     """
     eps = privacy_epsilon(epsilon)
-    B = positive_finite("feature_bound", feature_bound)
+    B = clip_level("feature_bound", feature_bound)
     lam = positive_finite("regularization", regularization)
     tolerance = positive_finite("tolerance", tolerance)
     examples = model.bind(data)

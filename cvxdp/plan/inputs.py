@@ -196,12 +196,6 @@ class PublicInputs:
             raise UncertifiableLossError("a private tail estimate needs per-example Lipschitz constants, "
                                          "which cvxdp has for structured losses only; pass G_k and "
                                          "tail_share=0.")
-        if tail_share > 0 and grid is None and algorithm != "mean-gradient":  # it runs no histogram
-            grid = (1e-6, 1e10) if auto else (1e-4 * G_k, 1e4 * G_k)
-            if not (grid[0] > 0.0 and math.isfinite(grid[1])):
-                raise ParameterError(f"G_k = {G_k!r} puts the tail histogram's default range (1e-4·G_k, "
-                                     "1e4·G_k) outside the floating-point numbers; rescale the loss, pass a "
-                                     "public tail_range in the data's units, or tail_share=0.")
         boosting_groups = _positive_int_or_none("boosting_groups", boosting_groups)
         localize = _flag("localize", localize)
         asked = localization_options(profile=prof, lam=lam, lambda_scale=lambda_scale,
@@ -209,6 +203,15 @@ class PublicInputs:
                                      boosting_groups=boosting_groups, localize=localize,
                                      tail_share_given=tail_share_given and tail_share > 0,
                                      tail_range_given=tail_range is not None)
+        # the affine plan runs no histogram: no default grid to plan (or to refuse) for it
+        affine_plan = algorithm == "mean-gradient" or (algorithm == "auto" and affine and not auto
+                                                       and not asked)
+        if tail_share > 0 and grid is None and not affine_plan:
+            grid = (1e-6, 1e10) if auto else (1e-4 * G_k, 1e4 * G_k)
+            if not (grid[0] > 0.0 and math.isfinite(grid[1])):
+                raise ParameterError(f"G_k = {G_k!r} puts the tail histogram's default range (1e-4·G_k, "
+                                     "1e4·G_k) outside the floating-point numbers; rescale the loss, pass a "
+                                     "public tail_range in the data's units, or tail_share=0.")
         if algorithm == "mean-gradient":
             if not affine:
                 raise ParameterError("algorithm='mean-gradient' needs a loss affine in w (<a(z), w> + b(z)); "

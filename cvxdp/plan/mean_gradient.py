@@ -16,19 +16,22 @@ heavy-tailed rate:
 
 Utility.  For any ``ŵ`` minimizing ``<m̃, ·>`` and any ``w* ∈ W``,
 ``F(ŵ) − F(w*) = <μ − m̃, ŵ − w*> + <m̃, ŵ − w*> ≤ D ||μ − m̃||``, and
-``||μ − m̃|| ≤ ||μ − E clip_C(g)|| + ||m − E m|| + ||b||``: the clipping bias is at most
+``||μ − m̃|| ≤ ||μ − E clip_C(g)|| + ||m − E m|| + ||b|| + snap``: the clipping bias is at most
 ``E[||g|| 1{||g|| > C}] ≤ G_k^k / C^{k−1}`` (Markov on the ``k``-th moment), the sampling error
-``G₂/√n`` in mean square, and ``E||b|| = d s = 2Cd/(nε)`` (the norm of ℓ2-Laplace noise in ``d``
-dimensions is Gamma(d, s)).  :func:`mean_gradient_clip` minimizes bias plus noise,
-``C = G_k ((k − 1) n ε / (2d))^{1/k}``, which gives
-``E[F(ŵ) − F(w*)] ≤ D (2k/(k − 1)) ((k − 1)/2)^{1/k} G_k (d/(nε))^{1 − 1/k} + D G₂/√n`` — the rate of the
-paper's Theorem 3.1 (up to its constant), in one release, with no ``λ``.  The bias bound is the worst
+``G₂/√n`` in mean square, ``E||b|| = d s = 2Cd/(nε)`` (the norm of ℓ2-Laplace noise in ``d``
+dimensions is Gamma(d, s)), and the release's snap to its grid moves ``m̃`` by at most ``√d s`` (the
+clamp to the box ``[−C, C]^d``, which holds ``E clip_C(g)``, only brings it closer).
+:func:`mean_gradient_clip` minimizes bias plus expected noise, ``C = G_k ((k − 1) n ε / (2d))^{1/k}``,
+which gives ``E[F(ŵ) − F(w*)] ≤ D (2k/(k − 1)) ((k − 1)/2)^{1/k} G_k (d/(nε))^{1 − 1/k} + D √d s +
+D G₂/√n`` (:meth:`MeanGradientPlan.bound`) — the rate of the paper's Theorem 3.1 (up to its constant;
+the snap adds ``√d/d`` of the noise term), in one release, with no ``λ``.  The bias bound is the worst
 case — every clipped example pulling the mean the same way; when the heavy examples are collinear with
 ``μ`` clipping shrinks ``m`` without turning it and a smaller ``C`` would do better, which the public
 inputs cannot tell (see :mod:`cvxdp.plan.auto`).
 
-Privacy.  ``C``, ``Δ`` and ``s`` are functions of ``n, d, ε, k, G_k`` (public); the clipped gradients
-are per-example maps of each example's own recovered coefficients
+Privacy.  ``C``, ``Δ`` and ``s`` are functions of ``n, d, ε, k, G_k`` (public; a ``C`` below
+:data:`~cvxdp.privacy.clipped_mean.MIN_CLIP`, where float rounding stops being relative, is refused by
+the planner); the clipped gradients are per-example maps of each example's own recovered coefficients
 (:func:`~cvxdp.structure.affine_coefficients`); the sum is exactly rounded whatever the partitioning
 (:func:`~cvxdp.privacy.clipped_mean.exact_column_sums`), so neighbouring means differ by at most ``Δ`` in
 floating point; the release is the shared mechanism's (snapped to a public grid inside the public box
@@ -83,9 +86,10 @@ class MeanGradientPlan:
 
     def bound(self, k: float, G_k: float, G_2: float, D: float) -> float:
         """The expected excess-risk bound of the module docstring at this plan's ``C``:
-        ``D (G_k^k/C^{k−1} + d s + G₂/√n)``."""
+        ``D (G_k^k/C^{k−1} + (d + √d) s + G₂/√n)`` (bias, noise and snap, sampling)."""
         bias = G_k * (G_k / self.C) ** (k - 1.0)
-        return D * (bias + self.dim * self.noise_scale + G_2 / math.sqrt(self.n))
+        noise = (self.dim + math.sqrt(self.dim)) * self.noise_scale
+        return D * (bias + noise + G_2 / math.sqrt(self.n))
 
 
 def plan_mean_gradient(n: int, d: int, epsilon: float, k: float, G_k: float) -> MeanGradientPlan:

@@ -44,6 +44,7 @@ from cvxdp.plan.schedule import (
     spread_over_phases,
 )
 from cvxdp.plan.tail_models import CombinedTail
+from cvxdp.privacy.clipped_mean import MIN_CLIP
 from cvxdp.privacy.ledger import budget_remainder
 from cvxdp.privacy.mechanisms import DiscreteLaplaceCounts
 from cvxdp.privacy.tail import TailProfile, histogram_bins
@@ -293,7 +294,7 @@ class Planner:
             except (ZeroDivisionError, OverflowError, ValueError) as exc:
                 raise ParameterError(_NOT_FINITE) from exc
             values = (gradient.C, gradient.sensitivity, gradient.noise_scale)
-            if not all(math.isfinite(v) and v > 0 for v in values):
+            if not (all(math.isfinite(v) and v > 0 for v in values) and gradient.C >= MIN_CLIP):
                 raise ParameterError(_NOT_FINITE)
             return ReleasePlan(inputs=inp, tail=tail_plan, epsilon_fit=eps_fit, G_k=float(G_k),
                                G_2=float(G_2), schedule=None, batches=(), provisional=False,

@@ -8,9 +8,11 @@ Used by the affine plan (:mod:`cvxdp.plan.mean_gradient`) and the noisy clipped 
   sums of parts (partitions of a data-parallel fit) add up to the same integer whatever the split;
 * :func:`rounded_mean` — one correctly rounded division of that exact sum by ``n``.
 
-So the float mean is within ``u·C`` (``u = 2⁻⁵³``) of the exact mean of the clipped rows, and the float
-means of neighbouring data sets (one row replaced) are within ``2C/n + 2uC`` of each other in ℓ2:
-:func:`mean_sensitivity` charges ``(2C/n)(1 + 2(n + 2)u)``, rounded up, which covers it.
+So, for ``C ≥`` :data:`MIN_CLIP` (a public floor the callers refuse below), the float mean is within
+``u·C`` (``u = 2⁻⁵³``; plus ``2⁻¹⁰⁷⁵`` per coordinate where it is subnormal) of the exact mean of the
+clipped rows, and the float means of neighbouring data sets (one row replaced) are within ``2C/n + 2uC``
+of each other in ℓ2: :func:`mean_sensitivity` charges ``(2C/n)(1 + 2(n + 2)u)``, rounded up, whose slack
+``4uC`` covers both.
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
+
+from cvxdp._validation import positive_finite
+from cvxdp.error import ParameterError
 
 #: Every finite double is ``M · 2^(e − 53)`` with an integer ``|M| < 2⁵³`` and ``e ≥ −1073`` (``frexp``'s
 #: exponent), so it is an integer multiple of ``2^−SCALE_BITS``.
@@ -27,23 +32,48 @@ _HALF = 26  # M = hi·2²⁶ + lo with 0 ≤ lo < 2²⁶ and |hi| ≤ 2²⁷: fl
 _CHUNK = 1 << 24  # rows per pass: |Σ hi| < 2²⁷·2²⁴ = 2⁵¹, exact in a double
 
 
+#: The smallest clip level the clipped mean's sensitivity argument covers (public; refused below).  Above
+#: it every clip factor and every shrunk coordinate's rounding is far below the ``(d + 16)·2⁻⁵²`` margin
+#: of :func:`clip_rows` and the ``2uC`` slack of :func:`mean_sensitivity` (a subnormal result rounds by
+#: up to ``2⁻¹⁰⁷⁵`` absolutely, not relatively).
+MIN_CLIP = 2.0**-900
+
+
+def clip_level(name: str, C: object) -> float:
+    """``C`` validated as a clip level: a finite float at least :data:`MIN_CLIP` (public; refused with
+    :class:`~cvxdp.error.ParameterError` otherwise)."""
+    value = positive_finite(name, C)
+    if not value >= MIN_CLIP:
+        raise ParameterError(f"{name} = {value!r} is below 2^-900, where the clipped mean's rounding is no "
+                             "longer relative; rescale the loss (a public rescaling of the data keeps "
+                             "privacy) so the clip level is a moderate number.")
+    return value
+
+
 def clip_rows(grads: np.ndarray, C: float) -> np.ndarray:
     """``g_i · min(1, C/||g_i||)`` row by row; a row with a non-finite entry becomes ``0``.
 
-    A function of each row alone with ``||output_i|| ≤ C`` in exact arithmetic (the factor is shrunk
-    by ``(d + 16)·2⁻⁵²``, more than the rounding of a ``d``-term norm, the quotient and the product),
-    so replacing one example moves the exact mean by at most ``2C/n`` whatever the rows are; norms
-    are computed after scaling by the row's largest entry, so rows near the float range do not
-    overflow to ``∞`` (and clip to ``0``).
+    A function of each row alone with ``||output_i|| ≤ C`` in exact arithmetic for ``C ≥``
+    :data:`MIN_CLIP`, so replacing one example moves the exact mean by at most ``2C/n`` whatever the
+    rows are.  Each row is scaled by its largest entry first (``unit = g/peak``, entries in ``[−1, 1]``,
+    norm in ``[1, √d]``), so no norm overflows; a row longer than ``C`` becomes
+    ``unit · (C·shrink/||unit||)`` — a factor at least ``C·shrink/√d``, a normal number, so it carries
+    its relative precision (the factor ``C/||g||`` itself can be subnormal, where it does not: a row of
+    norm ``10³⁰⁸·C`` would come out near ``2C``).  ``shrink = 1 − (d + 16)·2⁻⁵²`` covers the rounding
+    of ``unit``, its ``d``-term norm, the quotient and the product.  Rows no longer than ``C`` are
+    returned unchanged: their computed norm is at most ``C·shrink``, so their exact norm is at most ``C``.
     """
     g = np.array(grads, dtype=float)
     g[~np.all(np.isfinite(g), axis=1)] = 0.0
     peak = np.max(np.abs(g), axis=1, keepdims=True)
     safe = np.where(peak > 0, peak, 1.0)
-    norms = peak * np.linalg.norm(g / safe, axis=1, keepdims=True)
+    unit = g / safe
+    length = np.linalg.norm(unit, axis=1, keepdims=True)  # in [1, √d] (0 for a zero row)
     shrink = 1.0 - (g.shape[1] + 16) * 2.0**-52
-    with np.errstate(over="ignore"):  # a tiny row under a huge C: the factor is 1 (no warning a row decides)
-        return g * np.minimum(1.0, C * shrink / np.maximum(norms, 1e-300))
+    with np.errstate(over="ignore"):  # peak·length overflows only for a row far longer than any C
+        longer = (peak * length > C * shrink) & (peak > 0)  # kept rows: computed norm ≤ C·shrink
+    factor = C * shrink / np.where(longer, length, 1.0)
+    return np.where(longer, unit * factor, g)
 
 
 def exact_column_sums(rows: np.ndarray) -> list[int]:
@@ -98,5 +128,5 @@ def mean_sensitivity(C: float, n: int) -> float:
     return float(np.nextafter(2.0 * C / n * (1.0 + 2.0 * (n + 2) * 2.0**-53), np.inf))
 
 
-__all__ = ["SCALE_BITS", "clip_rows", "clipped_mean", "exact_column_sums", "mean_sensitivity",
-           "rounded_mean"]
+__all__ = ["MIN_CLIP", "SCALE_BITS", "clip_level", "clip_rows", "clipped_mean", "exact_column_sums",
+           "mean_sensitivity", "rounded_mean"]

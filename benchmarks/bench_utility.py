@@ -23,15 +23,21 @@ Studies (d = 10, k = 4, ε = 1 unless varied; several seeds, medians with the
   as the family the private term of Theorem 4.1 is witnessed by: ``p = c d/(nε)`` (about ``c d/ε``
   rare examples, ``c = 16``; at ``c = 1`` every method sits at the trivial excess ``p a``) and
   ``a = p^{−1/k}``, so ``G_k = 1`` at every n and the centre's excess ``p a = (c d/(nε))^{1−1/k}``
-  falls exactly at the rate.  cvxdp, clipped output perturbation by its public rule, the centre
-  ``w = 0``, and the tight profile's public excess-risk bound for the plan of that fit
+  falls exactly at the rate.  cvxdp (whose ``"auto"`` runs the affine plan on this affine loss,
+  :mod:`cvxdp.plan.mean_gradient`), Algorithm 1 alone, clipped output perturbation by its public rule,
+  the centre ``w = 0``, the tight profile's public excess-risk bound for Algorithm 1's plan
   (:func:`~cvxdp.plan.schedule.schedule_proxy` at the final phase, the telescoped Theorem 3.1 bound
-  with the tight constants).
+  with the tight constants) and the affine plan's public bound on its expected excess
+  (:func:`affine_bound`).
 * ``lower-bound-ceiling`` — the ceiling above on the lower-bound family (the same cells, filed under its
   tables).  The family at ``c = 16`` is learnable far below the centre's excess: about ``16 d/ε`` rare
   examples all point one way, so a private mean finds ``v``, and the ceiling shows that one batch gets
-  at least this far (the grid's λ floor binds in most cells, so a smaller λ may get further) — the
-  default's slope there measures how its public λ shrinks an affine fit, not the rate.
+  at least this far (the grid's λ floor binds in most cells, so a smaller λ may get further) — a λ
+  shrinks an affine fit, which is why the default runs the affine plan, with no λ, on this loss.
+* ``lower-bound-crossed`` — the lower-bound family at ``k = 4`` plus, with probability 0.3, a light
+  gradient across ``v`` carrying 3× the rare atom's mass (:data:`LOWER_BOUND_CROSS`): there clipping at
+  ``G₂`` turns the mean, so a clip level tuned to the collinear family pays in bias (cvxdp, the noisy
+  clipped mean, ``w = 0``).
 * ``bias``    — the clipping bias: excess risk of the population minimizer of the
   C-clipped problem against C (exact quadrature, no sampling).
 * ``real``    — test loss at ε ∈ {0.5, 1, 4} on the real data sets, cvxdp with
@@ -105,9 +111,13 @@ ALL_METHODS = (CVXDP, CVXDP_POPULATION, CVXDP_CEILING, CVXDP_PAPER, CVXDP_ABLATI
                GD_RULE, GD_HINDSIGHT, OBJ_PERT, NONPRIVATE)
 HUBER_M = 1.0
 MC_SAMPLES = 2_000_000
-STUDIES = ("n", "ceiling", "epsilon", "k", "smooth", "real", "lower-bound", "lower-bound-ceiling")
+STUDIES = ("n", "ceiling", "epsilon", "k", "smooth", "real", "lower-bound", "lower-bound-ceiling",
+           "lower-bound-crossed")
 #: The lower-bound family's ``c`` in ``p = c d/(nε)``: the expected number of rare examples over ``d/ε``.
 LOWER_BOUND_C = 16.0
+#: The crossed variant's frequent light gradients across ``v``: their rate ``q`` and their mass over the
+#: rare atom's (:func:`cvxdp.datasets.linear_lower_bound`'s ``cross_rate``, ``cross_share``).
+LOWER_BOUND_CROSS = (0.3, 3.0)
 TRIVIAL = "w = 0 (no fit)"
 GD_C_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
 GD_STEP_FACTORS = (0.25, 1.0)
@@ -128,6 +138,13 @@ def make_task(kind: str, n: int, seed: int, k: float = K, n_test: int = 10):
         p = min(0.5, LOWER_BOUND_C * D_FEATURES / n)
         return linear_lower_bound(n=n, d=D_FEATURES, p=p, magnitude=p ** (-1.0 / k), n_test=n_test,
                                   seed=seed)
+    if kind == "lower-bound-crossed":  # the same rare atom, plus frequent light gradients across it
+        from cvxdp.datasets import linear_lower_bound
+
+        p = min(0.5, LOWER_BOUND_C * D_FEATURES / n)
+        rate, share = LOWER_BOUND_CROSS
+        return linear_lower_bound(n=n, d=D_FEATURES, p=p, magnitude=p ** (-1.0 / k), n_test=n_test,
+                                  seed=seed, cross_rate=rate, cross_share=share)
     raise ValueError(kind)
 
 
@@ -138,7 +155,7 @@ def make_model(instance: str, task):
     import cvxdp
 
     w = cp.Variable(task.d)
-    if instance == "lower-bound":
+    if instance.startswith("lower-bound"):
         return cvxdp.Model(cvxdp.losses.affine(w), [cp.norm(w, 2) <= task.radius]), 1.0
     if instance.endswith("-huber"):
         # CVXPY's huber(r, M) has slope 2M outside [−M, M]: A(z) = 2M ||x||
@@ -247,6 +264,7 @@ def run_cell(spec: dict) -> dict:
         record(TRIVIAL, lambda: (np.zeros(d), {}))
     if spec.get("part", spec["study"]) == "lower-bound":  # once per cell of the study, not per part
         out["bound"] = tight_bound(model, n, eps, k, G_k)
+        out["affine_bound"] = affine_bound(model, n, eps, k, G_k, G_2)
     if CVXDP_POPULATION in methods:
         record(CVXDP_POPULATION, private(algorithm="population"))
     if CVXDP_PAPER in methods:
@@ -314,6 +332,17 @@ def tight_bound(model, n: int, eps: float, k: float, G_k: float) -> float:
     return float(schedule_proxy(plan.schedule, inp.profile, d=inp.d, epsilon=plan.epsilon_fit, k=k,
                                 G_k=plan.G_k, G_2=plan.G_2, D=inp.D,
                                 beta=schedule_beta(inp.delta, plan.schedule.groups))[-1])
+
+
+def affine_bound(model, n: int, eps: float, k: float, G_k: float, G_2: float) -> float:
+    """The affine plan's public bound on its expected excess risk, ``D (G_k^k/C^{k−1} + d s + G₂/√n)``
+    (:meth:`~cvxdp.plan.mean_gradient.MeanGradientPlan.bound`): the plan ``algorithm="auto"`` runs on
+    the lower-bound family's affine loss."""
+    import cvxdp
+
+    plan = cvxdp.PrivateProblem(model).plan(n=n, epsilon=eps, moment_k=k, G_k=G_k, G_2=G_2,
+                                            algorithm="mean-gradient")
+    return float(plan.gradient.bound(k, plan.G_k, plan.G_2, plan.inputs.D))
 
 
 def run_real(spec: dict) -> dict:
@@ -414,10 +443,15 @@ def summarize(cells: list[dict]) -> dict:
                            "private_regime_sizes": [n for n, _ in private],
                            "theory": -(1.0 - 1.0 / k)})
     bounds: dict = defaultdict(list)
+    affine: dict = defaultdict(list)
     for c in cells:
         if "bound" in c:
             bounds[(c["k"], c["n"])].append(c["bound"])
-    lower = [{"k": k, "n": n, "bound": float(np.median(v))} for (k, n), v in sorted(bounds.items())]
+        if "affine_bound" in c:
+            affine[(c["k"], c["n"])].append(c["affine_bound"])
+    lower = [{"k": k, "n": n, "bound": float(np.median(v)),
+              **({"affine_bound": float(np.median(affine[(k, n)]))} if affine.get((k, n)) else {})}
+             for (k, n), v in sorted(bounds.items())]
     return {"rows": rows, "slopes": slopes, "lower_bound": lower}
 
 
@@ -646,7 +680,9 @@ def markdown(summary: dict, real: list[dict], tgt: dict, files: list[str], meta:
         lines.append("**The paper's lower-bound instance** (`f(w, z) = −<w, z>` on the unit ball, "
                      f"d = 10, ε = 1; z = a v with probability p = {LOWER_BOUND_C:g} d/(nε), a = p^(−1/k), "
                      "so G_k = 1; the centre's excess p a is the rate's private term) — excess population "
-                     "risk, and the tight profile's public bound for cvxdp's plan")
+                     "risk; the tight profile's public Theorem 3.1 bound for Algorithm 1's plan, and the "
+                     "public bound of the affine plan `algorithm=\"auto\"` runs here "
+                     "(`cvxdp.plan.mean_gradient`)")
         lines.append("")
         for k in sorted({b["k"] for b in summary["lower_bound"]}):
             rows = [r for r in summary["rows"] if r["study"] == "lower-bound" and r["k"] == k]
@@ -661,6 +697,28 @@ def markdown(summary: dict, real: list[dict], tgt: dict, files: list[str], meta:
             bound = {b["n"]: b["bound"] for b in summary["lower_bound"] if b["k"] == k}
             lines.append("| tight-profile bound | " + " | ".join(f"{bound[n]:.2g}" if n in bound else "–"
                                                                  for n in ns) + " |")
+            affine = {b["n"]: b["affine_bound"] for b in summary["lower_bound"]
+                      if b["k"] == k and "affine_bound" in b}
+            if affine:
+                lines.append("| affine plan's bound (expected excess) | " + " | ".join(
+                    f"{affine[n]:.2g}" if n in affine else "–" for n in ns) + " |")
+            lines.append("")
+        crossed = [r for r in summary["rows"] if r["study"] == "lower-bound-crossed"]
+        if crossed:
+            rate, share = LOWER_BOUND_CROSS
+            lines.append(f"*Crossed* (k = 4): the same rare atom, plus with probability {rate:g} a light "
+                         f"gradient across v carrying {share:g}× its mass (clipping at G₂ shrinks the atom "
+                         "and turns the mean toward the light ones; `linear_lower_bound(cross_rate=, "
+                         "cross_share=)`) — excess population risk")
+            lines.append("")
+            ns = sorted({r["n"] for r in crossed})
+            lines.append("| crossed, k = 4 | " + " | ".join(f"n = {n:,}" for n in ns) + " |")
+            lines.append("|---|" + "---|" * len(ns))
+            for m in (CVXDP, NOISY_MEAN, TRIVIAL):
+                cells_m = {r["n"]: r for r in crossed if r["method"] == m}
+                if cells_m:
+                    lines.append(f"| {m} | " + " | ".join(_cell(cells_m[n]) if n in cells_m else "–"
+                                                          for n in ns) + " |")
             lines.append("")
         for t in lower_tgt or []:
             slope = "–" if t["slope_private_regime"] is None else f"{t['slope_private_regime']:.2f}"
@@ -748,7 +806,7 @@ def replace_studies(kept: dict, cells: list[dict], real: list[dict], studies: tu
 
 
 def merge_methods(kept: list[dict], new: list[dict], methods: set[str]) -> list[dict]:
-    """``kept`` with the figures of ``methods`` (and the lower-bound cells' bound) replaced by ``new``'s.
+    """``kept`` with the figures of ``methods`` (and the lower-bound cells' bounds) replaced by ``new``'s.
 
     Every new cell must match a kept one (same study part, instance, n, ε, seed and k): a rerun of some
     methods never adds cells whose other methods were not measured.
@@ -758,7 +816,7 @@ def merge_methods(kept: list[dict], new: list[dict], methods: set[str]) -> list[
     for c in kept:
         fresh = index.pop(_cell_key(c), None)
         if fresh is not None:
-            c = {**c, **({"bound": fresh["bound"]} if "bound" in fresh else {})}
+            c = {**c, **{key: fresh[key] for key in ("bound", "affine_bound") if key in fresh}}
             for field in ("excess", "seconds", "params"):
                 c[field] = {**{m: v for m, v in c[field].items() if m not in methods}, **fresh[field]}
         merged.append(c)
@@ -828,6 +886,11 @@ def specs_full(seeds: int, studies: tuple[str, ...] = STUDIES) -> list[dict]:
                     specs.append({"study": "lower-bound", "part": "lower-bound-ceiling",
                                   "instance": "lower-bound", "n": n, "epsilon": 1.0, "seed": s, "k": k,
                                   "methods": (CVXDP_CEILING,)})
+    if "lower-bound-crossed" in studies:
+        for n in (1_000, 3_000, 10_000, 30_000, 100_000):
+            for s in range(seeds):
+                specs.append({"study": "lower-bound-crossed", "instance": "lower-bound-crossed", "n": n,
+                              "epsilon": 1.0, "seed": s, "k": 4.0, "methods": (CVXDP, NOISY_MEAN, TRIVIAL)})
     if "smooth" in studies:
         for n in (10_000, 100_000):
             for s in range(seeds):

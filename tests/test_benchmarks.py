@@ -79,6 +79,49 @@ def test_the_lower_bound_family_keeps_G_k_at_one_and_the_centre_at_the_rate():
     assert cell["excess"][bench.CVXDP] <= cell["bound"]
 
 
+def test_the_lower_bound_study_runs_the_affine_plan_and_tables_its_bound():
+    """The default on the family's affine loss is the affine plan (its clip level is the plan's rule, one
+    release); the cell carries that plan's public bound on the expected excess, and the tables list it."""
+    from cvxdp.plan.mean_gradient import plan_mean_gradient
+
+    bench = _load("bench_utility")
+    spec = {"study": "lower-bound", "instance": "lower-bound", "n": 1000, "epsilon": 1.0, "seed": 0, "k": 4.0,
+            "methods": (bench.CVXDP,)}
+    cell = bench.run_cell(spec)
+    plan = plan_mean_gradient(1000, 10, 1.0, 4.0, 1.0)
+    assert cell["params"][bench.CVXDP] == {"C_first": plan.C, "releases": 1}
+    task = bench.make_task("lower-bound", 1000, 0, 4.0)
+    assert cell["affine_bound"] == plan.bound(4.0, 1.0, task.G(2.0), 2.0)
+    assert 0.0 <= cell["excess"][bench.CVXDP] <= cell["affine_bound"]
+    summary = bench.summarize([cell])
+    assert summary["lower_bound"] == [{"k": 4.0, "n": 1000, "bound": cell["bound"],
+                                       "affine_bound": cell["affine_bound"]}]
+    text = bench.markdown(summary, [], {}, [], {"machine": "m", "seeds": 1, "minutes": 0.0},
+                          bench.lower_bound_targets(summary))
+    assert f"| affine plan's bound (expected excess) | {cell['affine_bound']:.2g} |" in text
+
+
+def test_the_crossed_study_runs_the_affine_plan_against_the_noisy_mean_and_tables_it():
+    """``--studies lower-bound-crossed``: k = 4, the five sizes, cvxdp, the noisy clipped mean and w = 0 on
+    the crossed variant (its own table, after the lower-bound ones; no tight-profile bound of its own)."""
+    bench = _load("bench_utility")
+    specs = bench.specs_full(2, ("lower-bound-crossed",))
+    assert len(specs) == 10 and {(sp["study"], sp["instance"], sp["k"], sp["methods"]) for sp in specs} == {
+        ("lower-bound-crossed", "lower-bound-crossed", 4.0, (bench.CVXDP, bench.NOISY_MEAN, bench.TRIVIAL))}
+    task = bench.make_task("lower-bound-crossed", 1000, 0, 4.0)
+    assert task.meta["q"] == bench.LOWER_BOUND_CROSS[0]
+    cell = bench.run_cell({**specs[0], "n": 1000, "seed": 0})
+    assert set(cell["excess"]) == {bench.CVXDP, bench.NOISY_MEAN, bench.TRIVIAL} and "bound" not in cell
+    assert cell["excess"][bench.CVXDP] < cell["excess"][bench.TRIVIAL]
+    lb = bench.run_cell({"study": "lower-bound", "instance": "lower-bound", "n": 1000, "epsilon": 1.0,
+                         "seed": 0, "k": 4.0, "methods": (bench.CVXDP,)})
+    summary = bench.summarize([lb, cell])
+    text = bench.markdown(summary, [], {}, [], {"machine": "m", "seeds": 1, "minutes": 0.0},
+                          bench.lower_bound_targets(summary))
+    table = text[text.index("| crossed, k = 4 |"):]
+    assert f"| {bench.NOISY_MEAN} | " in table and f"| {bench.CVXDP} | " in table
+
+
 def test_erm_solver_benchmark_quick(tmp_path, capsys):
     out = tmp_path / "erm.json"
     result = _load("bench_erm_solvers").main(["--quick", "--json", str(out)])
@@ -140,6 +183,12 @@ def test_a_methods_rerun_replaces_only_those_methods_figures():
     assert merged[0]["params"][bench.OP_RULE] == {"C": 1.0} and merged[1] == kept[1]
     with pytest.raises(SystemExit):
         bench.merge_methods(kept, [{**new[0], "seed": 7}], {bench.CVXDP})
+    # a lower-bound cell's bounds come with the rerun (the affine plan's is new in a rerun cell)
+    lb = {**key, "study": "lower-bound", "instance": "lower-bound"}
+    kept = [{**lb, "excess": {cv: 1.0, op: 2.0}, "seconds": {}, "params": {}, "bound": 3.0}]
+    new = [{**lb, "excess": {cv: 0.5}, "seconds": {}, "params": {}, "bound": 3.5, "affine_bound": 0.7}]
+    [merged] = bench.merge_methods(kept, new, {bench.CVXDP})
+    assert (merged["bound"], merged["affine_bound"], merged["excess"]) == (3.5, 0.7, {cv: 0.5, op: 2.0})
 
 
 def test_a_studies_rerun_keeps_the_record_of_earlier_method_reruns():

@@ -84,6 +84,32 @@ def test_linear_lower_bound_instance():
     assert np.isclose(np.linalg.norm(v), 1.0)
 
 
+def test_crossed_linear_lower_bound_instance():
+    """The crossed variant: a rare atom a·v (rate p) and light gradients b·u ⊥ v (rate q, q b = share·p a).
+    Its mean, moments and minimizer are the law's (checked on a large sample), and the default is the
+    plain instance, bit for bit."""
+    p, a, q, share = 0.01, 10.0, 0.3, 3.0
+    task = linear_lower_bound(n=400_000, d=5, p=p, magnitude=a, n_test=1, seed=2, cross_rate=q,
+                              cross_share=share)
+    v, u, b = task.meta["v"], task.meta["u"], task.meta["b"]
+    assert b == pytest.approx(share * p * a / q) and abs(u @ v) < 1e-15 and np.isclose(np.linalg.norm(u), 1.0)
+    Z = -task.X_train
+    mean = p * a * v + q * b * u
+    assert np.linalg.norm(Z.mean(axis=0) - mean) < 5 * np.sqrt((p * a**2 + q * b**2) / 400_000)
+    norms = np.linalg.norm(Z, axis=1)
+    for k in (2.0, 4.0):
+        assert task.G(k) == pytest.approx((p * a**k + q * b**k) ** (1 / k), rel=1e-12)
+        assert np.mean(norms**k) ** (1 / k) == pytest.approx(task.G(k), rel=0.03)
+    assert task.excess_risk(task.w_star) == pytest.approx(0.0, abs=1e-15)
+    assert task.excess_risk(np.zeros(5)) == pytest.approx(np.linalg.norm(mean))
+    assert task.excess_risk(v) > 0.1 * np.linalg.norm(mean)  # the rare atom's direction alone is off
+    plain = linear_lower_bound(n=50, d=5, p=p, magnitude=a, seed=3)
+    same = linear_lower_bound(n=50, d=5, p=p, magnitude=a, seed=3, cross_rate=0.0)
+    assert np.array_equal(plain.X_train, same.X_train) and plain.moments == same.moments
+    with pytest.raises(ValueError, match="p \\+ cross_rate"):
+        linear_lower_bound(n=50, d=5, p=0.8, cross_rate=0.3, cross_share=1.0)
+
+
 @pytest.mark.parametrize("name", sorted(REAL))
 def test_real_loaders(name):
     task = REAL[name]()

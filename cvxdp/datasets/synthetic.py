@@ -205,24 +205,51 @@ def high_leverage_tail(n: int = 10_000, d: int = 10, p: float = 0.05, tail_index
 
 
 def linear_lower_bound(n: int = 10_000, d: int = 10, p: float = 0.01, magnitude: float = 10.0,
-                       n_test: int = 10, seed: int | None = 0, radius: float = 1.0) -> Task:
+                       n_test: int = 10, seed: int | None = 0, radius: float = 1.0, cross_rate: float = 0.0,
+                       cross_share: float = 0.0) -> Task:
     """The paper's lower-bound instance: ``f(w, z) = −<w, z>``, ``z = a v`` w.p. ``p``, else 0.
 
     ``A(z) = ||z||``: ``G_k = a p^{1/k}`` exactly.  ``F(w) = −p a <w, v>`` and the
     minimizer over the ball of radius ``R`` is ``R v``: ``F(w) − F* = p a (R − <w, v>)``.
+
+    With ``cross_rate = q > 0`` a *crossed* variant: with probability ``q`` (and ``p + q ≤ 1``) the
+    example is instead ``z = b u`` with ``u ⊥ v`` a unit vector and ``b = cross_share · p a / q`` —
+    frequent, light gradients across ``v`` carrying ``cross_share`` times the rare atom's mass
+    (``q b = cross_share · p a``).  Then ``E z = p a v + q b u``, ``G_k^k = p a^k + q b^k`` and the
+    minimizer is ``R E z/||E z||``: clipping below ``a`` shrinks the rare term only, so it turns the
+    clipped mean toward ``u`` — the bias a clip level must weigh against noise.
     """
     rng = np.random.default_rng(seed)
     v = rng.normal(size=d)
     v /= np.linalg.norm(v)
     N = n + n_test
-    Z = np.where((rng.random(N) < p)[:, None], magnitude * v, 0.0)
-    moments = {k: magnitude * p ** (1.0 / k) for k in _KS}
-    return Task(name=f"linear lower-bound instance (p={p:g}, a={magnitude:g}, d={d})", loss="affine",
-                X_train=-Z[:n], y_train=np.zeros(n), X_test=-Z[n:], y_test=np.zeros(n_test),
-                radius=radius, moments=moments, w_star=radius * v,
-                description="f(w, z) = −<w, z> with a rare large z (Theorem 4.1's hard instance)",
-                meta={"p": p, "magnitude": magnitude, "v": v},
-                risk=lambda w: float(-p * magnitude * (w @ v)))
+    if cross_rate <= 0.0:
+        Z = np.where((rng.random(N) < p)[:, None], magnitude * v, 0.0)
+        moments = {k: magnitude * p ** (1.0 / k) for k in _KS}
+        return Task(name=f"linear lower-bound instance (p={p:g}, a={magnitude:g}, d={d})", loss="affine",
+                    X_train=-Z[:n], y_train=np.zeros(n), X_test=-Z[n:], y_test=np.zeros(n_test),
+                    radius=radius, moments=moments, w_star=radius * v,
+                    description="f(w, z) = −<w, z> with a rare large z (Theorem 4.1's hard instance)",
+                    meta={"p": p, "magnitude": magnitude, "v": v},
+                    risk=lambda w: float(-p * magnitude * (w @ v)))
+    q = float(cross_rate)
+    if not (p + q <= 1.0 and cross_share > 0.0 and d >= 2):
+        raise ValueError("the crossed variant needs p + cross_rate ≤ 1, cross_share > 0 and d ≥ 2")
+    u = rng.normal(size=d)
+    u -= (u @ v) * v
+    u /= np.linalg.norm(u)
+    b = cross_share * p * magnitude / q
+    r = rng.random(N)
+    Z = np.where((r < p)[:, None], magnitude * v, np.where((r < p + q)[:, None], b * u, 0.0))
+    mean = p * magnitude * v + q * b * u
+    moments = {k: (p * magnitude**k + q * b**k) ** (1.0 / k) for k in _KS}
+    return Task(name=f"crossed linear lower-bound instance (p={p:g}, a={magnitude:g}, q={q:g}, b={b:.3g}, "
+                     f"d={d})", loss="affine",
+                X_train=-Z[:n], y_train=np.zeros(n), X_test=-Z[n:], y_test=np.zeros(n_test), radius=radius,
+                moments=moments, w_star=radius * mean / np.linalg.norm(mean),
+                description="f(w, z) = −<w, z>: a rare large z along v, frequent light ones across it",
+                meta={"p": p, "magnitude": magnitude, "v": v, "u": u, "q": q, "b": b},
+                risk=lambda w: float(-(w @ mean)))
 
 
 TASKS = {

@@ -58,11 +58,13 @@ Student-t 0.079/0.025/0.0094 → 0.39/0.15/0.053 (¼). Larger λ than the rule's
 interior point symmetric output noise costs nothing to first order in expectation; the second order is
 the population risk's curvature times the noise's square, which grows as 1/λ². An affine loss has no
 curvature (only the domain's edge charges the noise), so a small λ pays; the LAD instances' risks are
-curved, so it does not. ``n``, ``d``, ε, ``G_k`` and ``G₂`` do not say which; the loss's form would (an
-affine loss is public), but no plan keyed on it is built — on the lower-bound family the benchmark's
-noisy clipped mean with the ball's linear minimizer (one step of noisy clipped GD, ``C = G₂``) is
-25–131× better than the default at every ``n`` and ``k`` — a candidate for such a rule, measured on this
-family only (its gradients are collinear, so clipping costs the mean no direction). Choosing privately
+curved, so it does not. ``n``, ``d``, ε, ``G_k`` and ``G₂`` do not say which; the loss's form does (an
+affine loss is public), so an affine loss now runs its own plan with no λ at all
+(:mod:`cvxdp.plan.mean_gradient`): on the lower-bound family it has the rate's slope (−0.60, −0.72,
+−0.87 for ``k`` = 2.5, 4, 8) and is 4–48× better than the localization default was there; the noisy
+clipped mean at ``C = G₂`` is 2.5–7.4× better still on that family (its gradients are collinear, so
+clipping costs the mean no direction) and 12–14× worse from ``n = 10⁴`` on its crossed variant, where
+clipping turns the mean (``benchmarks/results/utility.md``). Choosing privately
 between the rule's λ and a quarter of it (:func:`cvxdp.private_selection`, each fit at about ε/3.3) lost
 on the high-leverage tail (0.29/0.12/0.058) and was mixed on the lower-bound family at ``k = 2.5``
 (0.10/0.024/0.050 against the default's 0.056/0.089/0.062).

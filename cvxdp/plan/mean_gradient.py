@@ -4,8 +4,8 @@ When the loss is affine in ``w`` — ``f(w, z) = <g(z), w> + c(z)``, which the l
 says (public: :func:`~cvxdp.structure.is_affine`) — the population risk is ``F(w) = <μ, w> + const``
 with ``μ = E g(z)``, and everything a fit must learn is ``μ``'s direction.  The paper's localization
 algorithms learn it through a regularized minimizer, whose ``λ`` shrinks the answer toward the centre
-of ``W`` (``benchmarks/results/utility.md``, the lower-bound family: the default misses the rate's slope
-by 0.2–0.3 there).  This plan estimates ``μ`` directly, with the mean-estimation form of the paper's
+of ``W`` (``benchmarks/results/utility.md``, the lower-bound family: with them the default missed the
+rate's slope by 0.16–0.23).  This plan estimates ``μ`` directly, with the mean-estimation form of the paper's
 heavy-tailed rate:
 
 1. ``m = (1/n) Σ clip_C(g_i)``, each gradient clipped to norm ``C`` (a per-example map);

@@ -1278,8 +1278,9 @@ def _affine_interval_model() -> Model:
 
 def affine_sign_pair(n: int = 40, big: float = 1e12) -> tuple[dict, dict]:
     """``losses.affine`` on ``[−1, 1]``: ``n − 1`` rows with gradient ``0`` and one with ``+big`` against
-    ``−big`` — the mean is ``±C/n`` exactly, so the output (``∓1``, or ``0`` for a released ``0``) is a
-    sign test on one record: the most an ε-DP release of it can reveal is ``log(2e^{ε/2} − 1)``."""
+    ``−big`` — the mean is ``±C/n`` exactly, so the output (``∓1``, or ``0`` where the release snaps to
+    ``0``) is a sign test on one record; with the snap's grid (``Λ ≥ s``) putting many outputs at ``0``,
+    the event ``{w = ±1}`` has a likelihood ratio up to ``e^{Δ/s} = e^ε``: the audit can approach ε."""
     X0, X1 = np.zeros((n, 1)), np.zeros((n, 1))
     X0[-1], X1[-1] = big, -big
     return {"x": X0, "y": np.zeros(n)}, {"x": X1, "y": np.zeros(n)}

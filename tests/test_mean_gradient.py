@@ -140,6 +140,30 @@ def test_a_clip_level_below_the_floor_is_refused_before_any_data():
         noisy_clipped_gd(_affine_model(), _heavy_data(20), epsilon=1.0, C=1e-300, steps=1, random_state=0)
 
 
+def test_the_clipped_mean_baselines_raise_or_warn_on_no_record_under_strict_numpy_settings():
+    """Review helper-37: with ``np.seterr(all="raise")`` a record with a 1e-300 entry made clip_rows
+    underflow (an exception on one neighbour only), and a C of 2⁻⁹⁰⁰ underflowed the GD step's C²; both
+    baselines and the clip now run quietly, whatever the caller's numpy settings."""
+    from cvxdp.baselines import noisy_clipped_gd, objective_perturbation
+
+    w = cp.Variable(2)
+    model = cvxdp.Model(cvxdp.losses.affine(w), [cp.norm(w, 2) <= 1.0])
+    base = {"x": np.ones((20, 2)), "y": np.zeros(20)}
+    other = {"x": base["x"].copy(), "y": base["y"].copy()}
+    other["x"][0] = [1.0, 1e-300]
+    logistic = cvxdp.Model(cvxdp.losses.logistic(w), [cp.norm(w, 2) <= 1.0])
+    labels = np.where(np.arange(20) % 2 == 0, 1.0, -1.0)
+    with np.errstate(all="raise"), warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for data in (base, other):
+            clip_rows(data["x"], 0.5)
+            noisy_clipped_gd(model, data, epsilon=1.0, C=1.0, steps=3, random_state=0)
+            objective_perturbation(logistic, {"x": data["x"], "y": labels}, epsilon=1.0, feature_bound=1.0,
+                                   regularization=0.1, random_state=0)
+        r = noisy_clipped_gd(model, base, epsilon=1.0, C=2.0**-900, steps=2, random_state=0)
+    assert np.all(np.isfinite(r.w)) and math.isfinite(r.params["step_size"])
+
+
 # -- the plan ---------------------------------------------------------------------------------------
 
 def test_the_clip_level_minimizes_bias_plus_noise():

@@ -39,6 +39,7 @@ from cvxdp.privacy.mechanisms import L2LaplaceMechanism
 from cvxdp.privacy.random import noise_source
 
 
+@np.errstate(all="ignore")  # no warning or exception a record's magnitudes could decide (cvxdp.problem)
 def noisy_clipped_gd(model: Model, data: Mapping, *, epsilon: float, C: float, steps: int,
                      step_size: float | None = None, random_state: object = None) -> BaselineResult:
     """ε-DP noisy clipped gradient descent on ``(1/n) Σ f(w, z_i)`` over ``W``.
@@ -56,7 +57,10 @@ def noisy_clipped_gd(model: Model, data: Mapping, *, epsilon: float, C: float, s
     eps_step = equal_share(eps, T)  # the largest float with T · eps_step ≤ ε exactly (public)
     mech = L2LaplaceMechanism(sensitivity, eps_step, d)
     s = mech.scale
-    eta = step_size if step_size is not None else W.diameter / math.sqrt(T * (C * C + d * (d + 1) * s * s))
+    # D/sqrt(T(C² + d(d+1)s²)), written so that a small C does not underflow C² to 0
+    if step_size is None:
+        step_size = W.diameter / (C * math.sqrt(T * (1.0 + d * (d + 1) * (s / C) ** 2)))
+    eta = step_size
     eta = positive_finite("step_size", eta)
     ledger = PrivacyLedger(n, eps)
     all_idx = np.arange(n)

@@ -51,6 +51,7 @@ from cvxdp.privacy.mechanisms import L2LaplaceMechanism
 from cvxdp.privacy.random import noise_source
 
 
+@np.errstate(all="ignore")  # no warning or exception a record's magnitudes could decide (cvxdp.problem)
 def objective_perturbation(model: Model, data: Mapping, *, epsilon: float, feature_bound: float,
                            regularization: float, random_state: object = None,
                            tolerance: float = 1e-8) -> BaselineResult:

@@ -65,15 +65,17 @@ def clip_rows(grads: np.ndarray, C: float) -> np.ndarray:
     """
     g = np.array(grads, dtype=float)
     g[~np.all(np.isfinite(g), axis=1)] = 0.0
-    peak = np.max(np.abs(g), axis=1, keepdims=True)
-    safe = np.where(peak > 0, peak, 1.0)
-    unit = g / safe
-    length = np.linalg.norm(unit, axis=1, keepdims=True)  # in [1, √d] (0 for a zero row)
-    shrink = 1.0 - (g.shape[1] + 16) * 2.0**-52
-    with np.errstate(over="ignore"):  # peak·length overflows only for a row far longer than any C
+    # a row's tiny entries underflow and a very long row's norm overflows: handled below, and never a
+    # warning or an exception under the caller's numpy settings (one record would decide it)
+    with np.errstate(all="ignore"):
+        peak = np.max(np.abs(g), axis=1, keepdims=True)
+        safe = np.where(peak > 0, peak, 1.0)
+        unit = g / safe
+        length = np.linalg.norm(unit, axis=1, keepdims=True)  # in [1, √d] (0 for a zero row)
+        shrink = 1.0 - (g.shape[1] + 16) * 2.0**-52
         longer = (peak * length > C * shrink) & (peak > 0)  # kept rows: computed norm ≤ C·shrink
-    factor = C * shrink / np.where(longer, length, 1.0)
-    return np.where(longer, unit * factor, g)
+        factor = C * shrink / np.where(longer, length, 1.0)
+        return np.where(longer, unit * factor, g)
 
 
 def exact_column_sums(rows: np.ndarray) -> list[int]:

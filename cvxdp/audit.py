@@ -1298,8 +1298,8 @@ def _scaled_affine_model() -> Model:
 
 
 def subnormal_factor_pair(n: int = 100) -> tuple[dict, dict]:
-    """Review helper-36's pair for :func:`_scaled_affine_model` with ``G_k = 5·10⁻¹⁷`` (``C ≈ 2.6·10⁻¹⁶``):
-    the other rows have gradient 0 and one row's is ``±1.06·10³⁰⁸`` — ``C/||g||`` is subnormal, and the
+    """Review helper-36's pair for :func:`_scaled_affine_model` with ``G_k = 5·10⁻¹⁷`` (``C ≈ 1.75·10⁻¹⁶``):
+    the other rows have gradient 0 and one row's is ``±7.1·10³⁰⁷`` — ``C/||g||`` is subnormal, and the
     clip that multiplied by it left that row near ``2C`` (a privacy loss near ``2ε``).  The row's norm
     is set from the plan's public ``C`` so that the exact factor sits just above half the smallest
     subnormal, where rounding doubled it."""
@@ -1397,7 +1397,7 @@ def _register() -> dict[str, Scenario]:
         affine_sign_pair, solve_fit(_affine_interval_model, **defaults), full_runs=10_000, quick_runs=1000))
     out.append(Scenario(
         "affine-subnormal-clip-factor/mean-gradient",
-        "the affine loss s·r·t·<x, w> + y on [−1, 1], n=100, G_k=5e-17, one row's gradient ±1.06e308 "
+        "the affine loss s·r·t·<x, w> + y on [−1, 1], n=100, G_k=5e-17, one row's gradient ±7.1e307 "
         "(C/||g|| subnormal: review helper-36), the affine plan",
         subnormal_factor_pair, solve_fit(_scaled_affine_model, epsilon=1.0, moment_k=4.0, G_k=5e-17),
         full_runs=10_000, quick_runs=1000))

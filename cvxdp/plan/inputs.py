@@ -92,6 +92,9 @@ class PublicInputs:
     #: Whether the loss is affine in ``w`` (read off its expression: public); ``"auto"`` then runs the
     #: affine plan (:mod:`cvxdp.plan.mean_gradient`) unless an option asks for another.
     affine: bool = False
+    #: The options given that only the localization algorithms read
+    #: (:func:`~cvxdp.plan.auto.localization_options`).
+    localization_asked: tuple[str, ...] = ()
 
     @property
     def auto(self) -> bool:
@@ -228,7 +231,8 @@ class PublicInputs:
                      tail_grid=grid, lambda_scale=lambda_scale, lambda_growth=lambda_growth,
                      max_phases=max_phases, lam=lam, boosting_groups=boosting_groups,
                      structured=bool(structured), declared_tail_range=tail_range is not None,
-                     tail_share_given=tail_share_given, affine=bool(affine))
+                     tail_share_given=tail_share_given, affine=bool(affine),
+                     localization_asked=tuple(asked))
         return inputs if n is None else inputs.with_n(n)
 
     def with_n(self, n: int) -> PublicInputs:
@@ -254,12 +258,7 @@ class PublicInputs:
                 profile=self.profile, may_clip=may_clip, heavy=heavy,
                 public_G_k=not isinstance(self.G_k, str), fixed_lam=self.lam is not None,
                 boosting_groups=self.boosting_groups,
-                affine=self.affine and not isinstance(self.G_k, str) and not localization_options(
-                    profile=self.profile, lam=self.lam, lambda_scale=self.lambda_scale,
-                    lambda_growth=self.lambda_growth, max_phases=self.max_phases,
-                    boosting_groups=self.boosting_groups, localize=self.localize,
-                    tail_share_given=self.tail_share_given and self.tail_share > 0,
-                    tail_range_given=self.declared_tail_range),
+                affine=self.affine and not self.auto and not self.localization_asked,
                 population_options=any(v is not None for v in (self.lambda_growth, self.max_phases,
                                                                self.boosting_groups)))
             inputs = replace(self, algorithm=algorithm, clip_rule=clip, auto_algorithm=True,

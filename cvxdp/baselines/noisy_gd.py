@@ -57,11 +57,9 @@ def noisy_clipped_gd(model: Model, data: Mapping, *, epsilon: float, C: float, s
     eps_step = equal_share(eps, T)  # the largest float with T · eps_step ≤ ε exactly (public)
     mech = L2LaplaceMechanism(sensitivity, eps_step, d)
     s = mech.scale
-    # D/sqrt(T(C² + d(d+1)s²)), written so that a small C does not underflow C² to 0
-    if step_size is None:
+    if step_size is None:  # D/sqrt(T(C² + d(d+1)s²)), written so that a small C does not underflow C²
         step_size = W.diameter / (C * math.sqrt(T * (1.0 + d * (d + 1) * (s / C) ** 2)))
-    eta = step_size
-    eta = positive_finite("step_size", eta)
+    eta = positive_finite("step_size", step_size)
     ledger = PrivacyLedger(n, eps)
     all_idx = np.arange(n)
     w = W.make_feasible(W.interior_point())

@@ -1388,7 +1388,7 @@ def _register() -> dict[str, Scenario]:
         same_tail=False))
     out.append(Scenario(
         "affine-flip-row-1e12/mean-gradient-l1-ball",
-        "the flip pair on the ℓ1 ball (the linear minimizer is a conic solve), the affine plan",
+        "the flip pair on the ℓ1 ball (the linear minimizer is an LP's vertex), the affine plan",
         affine_flip_pair, solve_fit(_affine_l1_model, **defaults), full_runs=2000, quick_runs=60))
     out.append(Scenario(
         "affine-sign-flip/mean-gradient",

@@ -348,3 +348,23 @@ def test_the_linear_minimizer_attains_the_support_function(domain):
     assert np.array_equal(linear_minimizer(domain, np.zeros(3)), centre)
     with pytest.raises(ValueError, match="finite"):
         linear_minimizer(domain, np.array([np.nan, 0.0, 1.0]))
+
+
+def test_a_polyhedral_domains_linear_minimizer_is_an_exact_vertex():
+    """An ℓ1 ball (a ConvexSet whose conic rows are all linear) and an ℓ1 ball cut by an equality: the LP's
+    vertex is returned as it is (a projection by a conic solve had pulled it 2.4e-6 inside: review
+    helper-36), and attains the closed-form minimum ``−max_j |v_j|``."""
+    from cvxdp.geometry import domain_from_constraints
+
+    w = cp.Variable(4)
+    ball = domain_from_constraints([cp.norm(w, 1) <= 1.0], w)
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        v = rng.normal(size=4)
+        x = linear_minimizer(ball, v)
+        assert ball.contains(x) and v @ x == -np.max(np.abs(v))
+        assert np.count_nonzero(x) == 1
+    cut = domain_from_constraints([cp.norm(w, 1) <= 1.0, w[0] + w[1] == 0.2], w)
+    x = linear_minimizer(cut, np.array([1.0, -1.0, 0.5, 0.0]))
+    assert cut.contains(x) and np.allclose(x, [-0.4, 0.6, 0.0, 0.0], atol=1e-15)
+

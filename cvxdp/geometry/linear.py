@@ -1,10 +1,11 @@
 """The linear minimization oracle of a domain: a point of ``W`` minimizing ``<v, w>``.
 
 Closed forms for the ball (``c − r v/||v||``), the box (each coordinate at the end its sign picks) and
-the simplex (its vertex on the smallest coordinate of ``v``); a vertex of a polytope from the HiGHS
-simplex method (``scipy.optimize.linprog``); any other domain through one CVXPY solve of ``min <v, w>``
-over its constraints (an SOCP).  Every answer is projected and made exactly feasible.  ``v = 0``
-returns the domain's public interior point.
+the simplex (its vertex on the smallest coordinate of ``v``); a vertex of any polyhedral domain (a
+polytope, an ℓ1 ball, ...: every cone of its conic rows linear) from the HiGHS simplex method
+(``scipy.optimize.linprog``); any other domain through one CVXPY solve of ``min <v, w>`` over its
+constraints (an SOCP).  An answer outside the domain in floating point is projected and made exactly
+feasible.  ``v = 0`` returns the domain's public interior point.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from cvxdp.error import SolverError
 from cvxdp.geometry.ball import Ball
 from cvxdp.geometry.box import Box
 from cvxdp.geometry.domain import Domain
-from cvxdp.geometry.polytope import Polytope
 from cvxdp.geometry.simplex import Simplex
 
 
@@ -44,8 +44,8 @@ def linear_minimizer(domain: Domain, direction: np.ndarray) -> np.ndarray:
         point = np.zeros(domain.dim)
         if not (domain.full and unit[j] >= 0.0):  # the full simplex keeps 0 when no coordinate is negative
             point[j] = domain.scale
-    elif isinstance(domain, Polytope):
-        point = _polytope_vertex(domain, unit)
+    elif _polyhedral(domain):
+        point = _polyhedral_vertex(domain.cone_rows(), unit)
     else:
         w = cp.Variable(domain.dim)
         problem = cp.Problem(cp.Minimize(unit @ w), domain.constraints(w))
@@ -58,18 +58,32 @@ def linear_minimizer(domain: Domain, direction: np.ndarray) -> np.ndarray:
             raise SolverError(f"the linear minimization over the domain ended with status "
                               f"{problem.status!r}; the private release itself is unaffected.")
         point = np.asarray(w.value, dtype=float).reshape(-1)
+    if bool(np.all(domain.contains(point))):  # exactly feasible already (a closed form, an LP vertex)
+        return point
     return domain.make_feasible(domain.project(point))
 
 
-def _polytope_vertex(domain: Polytope, v: np.ndarray) -> np.ndarray:
+def _polyhedral(domain: Domain) -> bool:
+    """Whether every cone of the domain's conic rows is linear (zero or nonnegative)."""
+    return all(cone.kind in ("zero", "nonneg") for cone in domain.cone_rows().cones)
+
+
+def _polyhedral_vertex(rows, v: np.ndarray) -> np.ndarray:
+    """``argmin <v, y>`` over ``{y : A_y y + A_aux u + s = b, s ∈ K}`` with ``K`` a product of zero and
+    nonnegative cones: an LP in ``(y, u)``, solved to a vertex by HiGHS's dual simplex."""
     from scipy.optimize import linprog
 
-    res = linprog(v, A_ub=domain.A, b_ub=domain.b, A_eq=domain.A_eq, b_eq=domain.b_eq,
-                  bounds=[(None, None)] * domain.dim, method="highs-ds")
+    A = np.hstack([rows.A_y, rows.A_aux])
+    kinds = np.concatenate([np.full(cone.dim, cone.kind == "zero") for cone in rows.cones])
+    cost = np.concatenate([v, np.zeros(rows.A_aux.shape[1])])
+    ub, eq = ~kinds, kinds
+    res = linprog(cost, A_ub=A[ub] if ub.any() else None, b_ub=rows.b[ub] if ub.any() else None,
+                  A_eq=A[eq] if eq.any() else None, b_eq=rows.b[eq] if eq.any() else None,
+                  bounds=[(None, None)] * A.shape[1], method="highs-ds")
     if res.status != 0 or res.x is None:
-        raise SolverError(f"the linear minimization over the polytope failed ({res.message}); the private "
+        raise SolverError(f"the linear minimization over the domain failed ({res.message}); the private "
                           "release itself is unaffected.")
-    return np.asarray(res.x, dtype=float)
+    return np.asarray(res.x[:v.size], dtype=float)
 
 
 __all__ = ["linear_minimizer"]

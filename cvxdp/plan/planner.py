@@ -153,7 +153,8 @@ class ReleasePlan:
         of the released tail histogram): it may be published with the model.
         """
         inp = self.inputs
-        lines = [f"release plan: {ALGORITHM_NAMES[inp.algorithm]}, profile {self.profile_name}"
+        profile = "" if self.gradient is not None else f", profile {self.profile_name}"  # affine: none read
+        lines = [f"release plan: {ALGORITHM_NAMES[inp.algorithm]}{profile}"
                  + (", the clip rule: C = G₂ (or the tail release's Ĝ₂ if lower), λ = 4C·sqrt(d/(n ε_fit))/D"
                     if inp.clip_rule else ""),
                  *([f"  chosen by algorithm='auto': {inp.auto_reason}"] if inp.auto_algorithm else []),
@@ -213,8 +214,9 @@ class ReleasePlan:
                 number += 1
         lines.append("  legend: ε the release's privacy cost; Δ its ℓ2 sensitivity; s the ℓ2-Laplace "
                      "noise scale (s ≥ Δ/ε); α the certified optimization accuracy; R the diameter bound "
-                     "of the round's set U; R⁺ the radius of the next round's ball. Released weights lie "
-                     "on a grid of spacing the power of two ≥ s (a floating-point defence; see SECURITY.md).")
+                     "of the round's set U; R⁺ the radius of the next round's ball. Released weights (the "
+                     "affine plan: its mean) lie on a grid of spacing the power of two ≥ s (a floating-point "
+                     "defence; see SECURITY.md).")
         return "\n".join(lines)
 
     @property

@@ -27,7 +27,6 @@ from cvxdp.error import ParameterError
 #: Every finite double is ``M · 2^(e − 53)`` with an integer ``|M| < 2⁵³`` and ``e ≥ −1073`` (``frexp``'s
 #: exponent), so it is an integer multiple of ``2^−SCALE_BITS``.
 SCALE_BITS = 1126
-_EXPONENT_BINS = 2098 + 1  # e + 1073 ∈ [0, 2097] for finite doubles; one spare
 _HALF = 26  # M = hi·2²⁶ + lo with 0 ≤ lo < 2²⁶ and |hi| ≤ 2²⁷: float sums of either stay exact below
 _CHUNK = 1 << 24  # rows per pass: |Σ hi| < 2²⁷·2²⁴ = 2⁵¹, exact in a double
 
@@ -94,22 +93,26 @@ def exact_column_sums(rows: np.ndarray) -> list[int]:
     if not np.all(np.isfinite(x)):
         raise ValueError("exact_column_sums needs finite entries (clip the rows first)")
     totals = [0] * d
-    offsets = (np.arange(d) * _EXPONENT_BINS)[None, :]
     for start in range(0, m, _CHUNK):
         part = x[start:start + _CHUNK]
+        if part.size == 0:
+            break
         mant, exp = np.frexp(part)
         M = (mant * 2.0**53).astype(np.int64)  # exact: |mant| < 1 has 53 significant bits
         hi = M >> _HALF
         lo = M - (hi << _HALF)
-        where = ((exp + 1073) + offsets).ravel()
-        size = d * _EXPONENT_BINS
+        low = int(exp.min())  # bins for the exponents present only (d × their span, not d × 2099)
+        span = int(exp.max()) - low + 1
+        where = ((exp - low) + (np.arange(d) * span)[None, :]).ravel()
+        size = d * span
         sum_hi = np.bincount(where, weights=hi.ravel().astype(float), minlength=size).reshape(d, -1)
         sum_lo = np.bincount(where, weights=lo.ravel().astype(float), minlength=size).reshape(d, -1)
+        shift = low + 1073  # bin b holds M·2^(b + low − 53) = M·2^(b + shift) / 2^SCALE_BITS; shift ≥ 0
         for j in range(d):
-            for s in np.flatnonzero(sum_hi[j] != 0.0).tolist():
-                totals[j] += int(sum_hi[j, s]) << (s + _HALF)
-            for s in np.flatnonzero(sum_lo[j] != 0.0).tolist():
-                totals[j] += int(sum_lo[j, s]) << s
+            for b in np.flatnonzero(sum_hi[j] != 0.0).tolist():
+                totals[j] += int(sum_hi[j, b]) << (b + shift + _HALF)
+            for b in np.flatnonzero(sum_lo[j] != 0.0).tolist():
+                totals[j] += int(sum_lo[j, b]) << (b + shift)
     return totals
 
 

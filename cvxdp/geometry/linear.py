@@ -3,9 +3,11 @@
 Closed forms for the ball (``c − r v/||v||``), the box (each coordinate at the end its sign picks) and
 the simplex (its vertex on the smallest coordinate of ``v``); a vertex of any polyhedral domain (a
 polytope, an ℓ1 ball, ...: every cone of its conic rows linear) from the HiGHS simplex method
-(``scipy.optimize.linprog``); any other domain through one CVXPY solve of ``min <v, w>`` over its
-constraints (an SOCP).  An answer outside the domain in floating point is projected and made exactly
-feasible.  ``v = 0`` returns the domain's public interior point.
+(``scipy.optimize.linprog``); any other domain through one Clarabel solve of ``min <v, w>`` over its
+conic rows.  Both solve in the coordinates of the domain's bounding ball, so their absolute
+tolerances meet a set of unit size whatever its scale.  An answer outside the domain in floating point
+is made exactly feasible (:meth:`~cvxdp.geometry.domain.Domain.make_feasible`).  ``v = 0`` returns the
+domain's public interior point.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ from __future__ import annotations
 import cvxpy as cp
 import numpy as np
 
+from cvxdp.conic.cones import ConeRows
 from cvxdp.error import SolverError
 from cvxdp.geometry.ball import Ball
 from cvxdp.geometry.box import Box
+from cvxdp.geometry.convex_set import rows_to_constraints
 from cvxdp.geometry.domain import Domain
 from cvxdp.geometry.simplex import Simplex
 
@@ -44,33 +48,34 @@ def linear_minimizer(domain: Domain, direction: np.ndarray) -> np.ndarray:
         point = np.zeros(domain.dim)
         if not (domain.full and unit[j] >= 0.0):  # the full simplex keeps 0 when no coordinate is negative
             point[j] = domain.scale
-    elif _polyhedral(domain):
-        point = _polyhedral_vertex(domain.cone_rows(), unit)
-    else:
-        w = cp.Variable(domain.dim)
-        problem = cp.Problem(cp.Minimize(unit @ w), domain.constraints(w))
-        try:
-            problem.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
-        except cp.error.SolverError as exc:
-            raise SolverError("the linear minimization over the domain failed in the conic solver; "
-                              "the private release itself is unaffected.") from exc
-        if problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or w.value is None:
-            raise SolverError(f"the linear minimization over the domain ended with status "
-                              f"{problem.status!r}; the private release itself is unaffected.")
-        point = np.asarray(w.value, dtype=float).reshape(-1)
+    else:  # in the bounding ball's coordinates, so the solvers' absolute tolerances meet a unit-size set
+        rows, centre, rho = _unit_rows(domain)
+        if all(cone.kind in ("zero", "nonneg") for cone in rows.cones):
+            z = _polyhedral_vertex(rows, unit)
+        else:
+            z = _conic_minimizer(rows, unit)
+        point = centre + rho * z
     if bool(np.all(domain.contains(point))):  # exactly feasible already (a closed form, an LP vertex)
         return point
-    return domain.make_feasible(domain.project(point))
+    # make_feasible tries the rays toward the point and toward its projection: a vertex an ulp outside
+    # stays (almost) where it is, where projecting first (a conic solve, accurate to ~√tol) moved it
+    return domain.make_feasible(point)
 
 
-def _polyhedral(domain: Domain) -> bool:
-    """Whether every cone of the domain's conic rows is linear (zero or nonnegative)."""
-    return all(cone.kind in ("zero", "nonneg") for cone in domain.cone_rows().cones)
+def _unit_rows(domain: Domain) -> tuple[ConeRows, np.ndarray, float]:
+    """The domain's conic rows in the coordinates ``y = c + ρ z`` of its bounding ball ``B(c, ρ)``, with
+    the auxiliaries scaled by ``ρ`` too: ``A_y z + A_aux u' + s' = (b − A_y c)/ρ`` (each row divided by
+    ``ρ``; every cone is scale-free).  Returns ``(rows, c, ρ)``."""
+    rows = domain.cone_rows()
+    centre, radius = domain.bounding_ball()
+    rho = float(radius) if radius > 0 else 1.0
+    scaled = ConeRows(A_y=rows.A_y, b=(rows.b - rows.A_y @ centre) / rho, cones=rows.cones, A_aux=rows.A_aux)
+    return scaled, np.asarray(centre, dtype=float), rho
 
 
-def _polyhedral_vertex(rows, v: np.ndarray) -> np.ndarray:
+def _polyhedral_vertex(rows: ConeRows, v: np.ndarray) -> np.ndarray:
     """``argmin <v, y>`` over ``{y : A_y y + A_aux u + s = b, s ∈ K}`` with ``K`` a product of zero and
-    nonnegative cones: an LP in ``(y, u)``, solved to a vertex by HiGHS's dual simplex."""
+    nonnegative cones: an LP, solved to a vertex by HiGHS's dual simplex."""
     from scipy.optimize import linprog
 
     A = np.hstack([rows.A_y, rows.A_aux])
@@ -84,6 +89,21 @@ def _polyhedral_vertex(rows, v: np.ndarray) -> np.ndarray:
         raise SolverError(f"the linear minimization over the domain failed ({res.message}); the private "
                           "release itself is unaffected.")
     return np.asarray(res.x[:v.size], dtype=float)
+
+
+def _conic_minimizer(rows: ConeRows, v: np.ndarray) -> np.ndarray:
+    """``argmin <v, y>`` over the rows' set: one Clarabel solve through CVXPY."""
+    y = cp.Variable(v.size)
+    problem = cp.Problem(cp.Minimize(v @ y), rows_to_constraints(rows, y))
+    try:
+        problem.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    except cp.error.SolverError as exc:
+        raise SolverError("the linear minimization over the domain failed in the conic solver; "
+                          "the private release itself is unaffected.") from exc
+    if problem.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or y.value is None:
+        raise SolverError(f"the linear minimization over the domain ended with status "
+                          f"{problem.status!r}; the private release itself is unaffected.")
+    return np.asarray(y.value, dtype=float).reshape(-1)
 
 
 __all__ = ["linear_minimizer"]

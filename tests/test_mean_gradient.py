@@ -368,3 +368,26 @@ def test_a_polyhedral_domains_linear_minimizer_is_an_exact_vertex():
     x = linear_minimizer(cut, np.array([1.0, -1.0, 0.5, 0.0]))
     assert cut.contains(x) and np.allclose(x, [-0.4, 0.6, 0.0, 0.0], atol=1e-15)
 
+
+
+@pytest.mark.parametrize("scale", [1e-8, 1e-4, 1.0, 1e6])
+def test_the_linear_minimizer_is_accurate_at_any_scale_of_the_domain(scale):
+    """Review helper-38: solvers' absolute tolerances and a projection of an ulp-outside vertex cost up to
+    117% at small scales; in the bounding ball's coordinates a shifted ℓ1 ball (an LP) attains its closed
+    form and an ℓ1 ball cut by a Euclidean ball (a conic solve) its unit-scale answer times the scale."""
+    from cvxdp.geometry import domain_from_constraints
+
+    w = cp.Variable(4)
+    shift = np.array([0.5, -0.25, 0.0, 1.0]) * scale
+    l1 = domain_from_constraints([cp.norm(w - shift, 1) <= scale], w)
+    cut = domain_from_constraints([cp.norm(w, 1) <= scale, cp.norm(w, 2) <= 0.75 * scale], w)
+    unit_cut = domain_from_constraints([cp.norm(w, 1) <= 1.0, cp.norm(w, 2) <= 0.75], w)
+    rng = np.random.default_rng(5)
+    for _ in range(8):
+        v = rng.normal(size=4)
+        x = linear_minimizer(l1, v)
+        exact = v @ shift - scale * np.max(np.abs(v))
+        # (to 1e-9 of the scale: a ConvexSet's own bounding ball is loose at 1e-8, diameter ≤ 0.004)
+        assert l1.contains(x) and abs(v @ x - exact) <= 1e-9 * scale * np.abs(v).sum()
+        y, y1 = linear_minimizer(cut, v), linear_minimizer(unit_cut, v)
+        assert cut.contains(y) and v @ y == pytest.approx(scale * (v @ y1), rel=1e-8)

@@ -1261,6 +1261,18 @@ def affine_flip_pair(n: int = 40, big: float = 1e12, seed: int = 0) -> tuple[dic
     return {"x": X0, "y": y}, {"x": X1, "y": y.copy()}
 
 
+def affine_auto_pair(n: int = 300, seed: int = 0) -> tuple[dict, dict]:
+    """The flip pair for ``G_k="auto"``: the shared rows all have norm ``0.05`` (random signs on the
+    diagonals), so the tail histogram sees them in one bin and the fit takes the affine plan's path, and
+    the last row is ``±1e12·e₁`` (the same norm on both sides: the same counts)."""
+    rng = np.random.default_rng(seed)
+    X = 0.05 * rng.choice([-1.0, 1.0], size=(n, 2)) / np.sqrt(2.0)
+    X0, X1 = X.copy(), X.copy()
+    X0[-1], X1[-1] = [1e12, 0.0], [-1e12, 0.0]
+    y = rng.uniform(-1.0, 1.0, size=n)
+    return {"x": X0, "y": y}, {"x": X1, "y": y.copy()}
+
+
 def affine_huge_row_pair(n: int = 40, seed: int = 0) -> tuple[dict, dict]:
     """The affine pair with one row at the data domain's edge (entries up to ``1e100`` are accepted),
     ``x = (1e100, −1e100)``, ``y = −1e100``, against an ordinary row."""
@@ -1380,6 +1392,12 @@ def _register() -> dict[str, Scenario]:
         "affine loss on the unit ball, n=40, gradients near 0 and one row +1e12·e1 vs −1e12·e1 (it decides "
         "the mean's sign), defaults (algorithm='auto' runs the affine plan)",
         affine_flip_pair, solve_fit(_affine_model, **defaults), full_runs=10_000, quick_runs=600))
+    out.append(Scenario(
+        "affine-auto-G-flip-row-1e12/mean-gradient",
+        "affine loss on the unit ball, n=300 rows of norm 0.05 and one of ±1e12·e1, G_k='auto': the tail "
+        "histogram's Ĝ_k sets the affine plan's C (the two rows have the same norm, so the same counts)",
+        affine_auto_pair, solve_fit(_affine_model, epsilon=1.0, moment_k=4.0, G_k="auto"),
+        full_runs=10_000, quick_runs=600))
     out.append(Scenario(
         "affine-huge-row/mean-gradient",
         "affine loss on the unit ball, n=40, one row x=(1e100, −1e100), y=−1e100 vs an ordinary one, the "

@@ -14,9 +14,9 @@ Algorithms (``algorithm=``):
     ``n ε / d <`` :data:`~cvxdp.plan.auto.POPULATION_FROM` (where Algorithm 1's adaptive constants
     cannot yet pay for their worst-case bounds), ``"recursive"`` when a fixed ``lam`` is given or
     ``n`` is too small for Algorithm 1's phases, ``"population"`` otherwise — and, before all of these,
-    ``"mean-gradient"`` when the loss is affine in ``w`` and ``G_k`` is a public number (unless an
-    option only the localization algorithms read is given).  ``result.algorithm`` and the plan say
-    which ran and why.
+    ``"mean-gradient"`` when the loss is affine in ``w`` (unless an option only the localization
+    algorithms read is given; with ``G_k="auto"`` its tail histogram estimates ``G_k``).
+    ``result.algorithm`` and the plan say which ran and why.
 ``"population"``
     Algorithm 1 over Algorithm 3 over Algorithm 2 — the paper's method, with the
     optimal heavy-tailed rate.
@@ -156,7 +156,9 @@ class PrivateResult:
         rounds = len(self.steps)
         gradient = self.release_plan is not None and self.release_plan.gradient is not None
         extra = len(self.ledger.entries) - rounds - gradient
-        what = ("a noisy clipped mean of the gradients" if gradient else f"{rounds} localization rounds")
+        what = ("a noisy clipped mean of the gradients" if gradient
+                else "no fit: the domain's centre" if self.algorithm == "mean-gradient"
+                else f"{rounds} localization rounds")
         lines = [f"private model ({self.algorithm}, profile {self.profile}): "
                  f"ε spent {self.ledger.spent:.4g} of {self.epsilon:.4g}, "
                  f"{len(self.ledger.entries)} releases ({what}"
@@ -245,8 +247,8 @@ class PrivateProblem:
             constants, which calibrates the extension's bias (tight profile;
             default 0.1 when the loss allows it, 0 for the paper profile, and 0 when
             ``algorithm="auto"`` runs the clip rule, unless ``tail_range`` is declared: see
-            :mod:`cvxdp.plan.auto`; the affine plan runs no histogram, and a positive
-            ``tail_share`` asks ``"auto"`` for the localization algorithms instead).
+            :mod:`cvxdp.plan.auto`; with a public ``G_k`` the affine plan runs no histogram, and a
+            positive ``tail_share`` asks ``"auto"`` for the localization algorithms instead).
         tail_range:
             Public range ``(low, high)`` of the per-example Lipschitz constants for
             the histogram's geometric grid.  Default ``(1e-4 G_k, 1e4 G_k)``, or

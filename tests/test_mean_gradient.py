@@ -197,15 +197,18 @@ def _inputs(n: int, **options) -> PublicInputs:
     return PublicInputs.from_options(**kw).with_n(n)
 
 
-def test_auto_runs_the_affine_plan_for_an_affine_loss_with_a_public_moment_bound():
+def test_auto_runs_the_affine_plan_for_an_affine_loss():
     inp = _inputs(500)
     assert inp.algorithm == "mean-gradient" and inp.auto_algorithm and "affine" in inp.auto_reason
-    assert inp.histogram_share == 0.0
+    assert inp.histogram_share == 0.0 and inp.tail_grid is None  # a public G_k: no histogram
     assert _inputs(10**6, G_2=1.0).algorithm == "mean-gradient"  # whatever n ε/d and the tail ratio
-    # not for another loss, an estimated G_k, or an option only the localization algorithms read
-    assert _inputs(500, affine=False).algorithm != "mean-gradient"
-    assert _inputs(500, G_k="auto").algorithm != "mean-gradient"
     assert _inputs(500, tail_share=0.0).algorithm == "mean-gradient"  # no histogram: nothing asked
+    # G_k="auto": the histogram estimates it, with its default or a given share and range
+    for option in (dict(), dict(tail_share=0.2), dict(tail_range=(0.1, 10.0))):
+        est = _inputs(500, G_k="auto", **option)
+        assert est.algorithm == "mean-gradient" and est.histogram_share == option.get("tail_share", 0.1)
+    # not for another loss, or with an option only the localization algorithms read
+    assert _inputs(500, affine=False).algorithm != "mean-gradient"
     for option in (dict(lam=0.1), dict(lambda_scale=2.0), dict(max_phases=2), dict(tail_share=0.2),
                    dict(tail_range=(0.1, 10.0)), dict(profile="paper"), dict(localize=False)):
         assert _inputs(5000, **option).algorithm != "mean-gradient", option
@@ -214,8 +217,6 @@ def test_auto_runs_the_affine_plan_for_an_affine_loss_with_a_public_moment_bound
 def test_the_affine_plan_refuses_what_it_cannot_run():
     with pytest.raises(ParameterError, match="affine in w"):
         _inputs(500, affine=False, algorithm="mean-gradient")
-    with pytest.raises(ParameterError, match="public G_k"):
-        _inputs(500, G_k="auto", algorithm="mean-gradient")
     with pytest.raises(ParameterError, match="lam, tail_share"):
         _inputs(500, lam=0.1, tail_share=0.2, algorithm="mean-gradient")
     v = cp.Variable(2)
@@ -391,3 +392,47 @@ def test_the_linear_minimizer_is_accurate_at_any_scale_of_the_domain(scale):
         assert l1.contains(x) and abs(v @ x - exact) <= 1e-9 * scale * np.abs(v).sum()
         y, y1 = linear_minimizer(cut, v), linear_minimizer(unit_cut, v)
         assert cut.contains(y) and v @ y == pytest.approx(scale * (v @ y1), rel=1e-8)
+
+
+def test_with_an_estimated_moment_bound_the_histogram_and_the_mean_share_epsilon():
+    """``G_k="auto"``: the tail histogram's release is charged first, ``Ĝ_k`` read off it sets ``C`` for
+    the rest of ε, and the two shares add up to at most ε exactly; with too little data to see the tail
+    the fit releases the domain's public centre (the histogram's branch, post-processing)."""
+    d, n, k = 10, 10_000, 4.0
+    p = 16.0 * d / n
+    task = linear_lower_bound(n=n, d=d, p=p, magnitude=p ** (-1.0 / k), n_test=1, seed=0)
+    w = cp.Variable(d)
+    model = cvxdp.Model(cvxdp.losses.affine(w), [cp.norm(w, 2) <= 1.0])
+    problem = cvxdp.PrivateProblem(model)
+    dry = problem.plan(n=n, epsilon=1.0, moment_k=k, G_k="auto")
+    assert dry.provisional and dry.gradient is None and "G_k and the clip level C come from" in dry.describe()
+    r = problem.solve({"x": task.X_train, "y": task.y_train}, epsilon=1.0, moment_k=k, G_k="auto",
+                      random_state=1)
+    tail, mean = r.ledger.entries
+    assert (tail.mechanism, mean.mechanism) == ("private tail histogram", MECHANISM_LABEL)
+    assert Fraction(tail.epsilon) + Fraction(mean.epsilon) <= 1 and r.algorithm == "mean-gradient"
+    assert r.release_plan.gradient.C == mean_gradient_clip(n, d, mean.epsilon, k, r.moment_bound)
+    assert task.excess_risk(r.w) < 0.1 * task.excess_risk(np.zeros(d))
+    tiny = {"x": task.X_train[:40], "y": task.y_train[:40]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cvxdp.UtilityWarning)
+        centre = cvxdp.PrivateProblem(model).solve(tiny, epsilon=0.5, moment_k=k, G_k="auto", random_state=0)
+    assert centre.release_plan.fallback == "centre" and np.array_equal(centre.w, np.zeros(d))
+    assert [e.mechanism for e in centre.ledger.entries] == ["private tail histogram"]
+    assert "no fit: the domain's centre" in centre.summary()
+    # with a declared range, the plan is made for its top, and says so (review helper-39)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", cvxdp.UtilityWarning)
+        top = cvxdp.PrivateProblem(model).solve(tiny, epsilon=0.5, moment_k=k, G_k="auto",
+                                                tail_range=(0.1, 1000.0), random_state=0)
+    assert top.release_plan.fallback == "tail_range top" and top.moment_bound == 1000.0
+    assert top.release_plan.gradient.C == mean_gradient_clip(40, d, top.ledger.entries[1].epsilon, k, 1000.0)
+    assert "planned for the declared tail_range's top" in top.release_plan.describe()
+
+
+def test_a_plan_whose_release_grid_would_overflow_is_refused_before_any_charge():
+    """Review helper-39: a noise scale above 2¹⁰²³ made the snap's grid infinite and the release NaN after
+    the charge; the planner refuses it (public inputs, or the released histogram, only)."""
+    with pytest.raises(ParameterError, match="not a finite positive number"):
+        cvxdp.PrivateProblem(_affine_model(d=1)).plan(n=10, epsilon=0.1, moment_k=2.0, G_k=7e307)
+

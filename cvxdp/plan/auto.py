@@ -1,8 +1,9 @@
 """The default ``algorithm="auto"``: a public choice of plan, from the loss's form, ``n ε / d``, ``G₂ / G_k``.
 
-First, a loss affine in ``w`` (read off its expression) with a public ``G_k`` runs the affine plan,
+First, a loss affine in ``w`` (read off its expression) runs the affine plan,
 :mod:`cvxdp.plan.mean_gradient` — one noisy clipped mean of the gradients and its linear minimizer over
-``W`` — unless an option only the localization algorithms read is given (:func:`localization_options`).
+``W``, its ``G_k`` public or estimated by the private tail histogram (``G_k="auto"``) — unless an option
+only the localization algorithms read is given (:func:`localization_options`).
 Every other loss chooses between two plans:
 
 * **Algorithm 1** (``"population"``) with the tight profile's adaptive constants — each round's
@@ -123,9 +124,9 @@ def localization_options(*, profile: Profile, lam: float | None, lambda_scale: f
     plan (:mod:`cvxdp.plan.mean_gradient`) runs under ``"auto"`` only when this is empty.
 
     A profile other than the plain :class:`TightProfile`, a fixed ``clip``, ``localize=False``, any of the
-    λ and schedule options, and a positive ``tail_share`` or a ``tail_range`` passed (``tail_share_given``,
-    ``tail_range_given``: the affine plan spends no budget on the tail histogram) each ask for the
-    paper's algorithms.
+    λ and schedule options, and — with a public ``G_k``, where the affine plan spends no budget on the tail
+    histogram — a positive ``tail_share`` or a ``tail_range`` (``tail_share_given``, ``tail_range_given``)
+    each ask for the paper's algorithms.
     """
     named = {"lam": lam, "lambda_scale": lambda_scale, "lambda_growth": lambda_growth,
              "max_phases": max_phases, "boosting_groups": boosting_groups}
@@ -205,8 +206,7 @@ def choose_algorithm(*, n: int, d: int, epsilon: float, D: float, moment_k: floa
     (the text :meth:`~cvxdp.plan.planner.ReleasePlan.describe` prints; public inputs only).
 
     * ``("mean-gradient", False)`` — the affine plan, :mod:`cvxdp.plan.mean_gradient` — when ``affine``
-      (the loss is affine in ``w``, ``G_k`` is public and no option of :func:`localization_options` was
-      given);
+      (the loss is affine in ``w`` and no option of :func:`localization_options` was given);
     * ``("population", False)`` when ``population_options`` (an option only Algorithm 1 reads was
       given: it is asked for, and refused by :meth:`~cvxdp.plan.inputs.PublicInputs.with_n` if ``n``
       is too small for it);

@@ -107,8 +107,8 @@ class PublicInputs:
         (:mod:`cvxdp.plan.auto`, chosen only with public ``G_k`` and ``G_2``) when neither
         ``tail_share`` nor ``tail_range`` was passed — the histogram would only estimate the ``G₂``
         already given, so its default share goes to the fit instead.  A function of public inputs."""
-        if self.algorithm == "mean-gradient":
-            return 0.0  # the affine plan reads a public G_k only (refused with a tail option)
+        if self.algorithm == "mean-gradient":  # a histogram only to estimate G_k="auto"
+            return self.tail_share if self.auto else 0.0
         if self.clip_rule and not self.tail_share_given and not self.declared_tail_range:
             return 0.0
         return self.tail_share
@@ -201,14 +201,16 @@ class PublicInputs:
                                          "tail_share=0.")
         boosting_groups = _positive_int_or_none("boosting_groups", boosting_groups)
         localize = _flag("localize", localize)
+        # the histogram's options ask for the localization plans only with a public G_k (with G_k="auto"
+        # the affine plan runs the histogram too, to estimate it)
         asked = localization_options(profile=prof, lam=lam, lambda_scale=lambda_scale,
                                      lambda_growth=lambda_growth, max_phases=max_phases,
                                      boosting_groups=boosting_groups, localize=localize,
-                                     tail_share_given=tail_share_given and tail_share > 0,
-                                     tail_range_given=tail_range is not None)
-        # the affine plan runs no histogram: no default grid to plan (or to refuse) for it
-        affine_plan = algorithm == "mean-gradient" or (algorithm == "auto" and affine and not auto
-                                                       and not asked)
+                                     tail_share_given=tail_share_given and tail_share > 0 and not auto,
+                                     tail_range_given=tail_range is not None and not auto)
+        # with a public G_k the affine plan runs no histogram: no default grid to plan (or to refuse) for it
+        affine_plan = not auto and (algorithm == "mean-gradient" or (algorithm == "auto" and affine
+                                                                      and not asked))
         if tail_share > 0 and grid is None and not affine_plan:
             grid = (1e-6, 1e10) if auto else (1e-4 * G_k, 1e4 * G_k)
             if not (grid[0] > 0.0 and math.isfinite(grid[1])):
@@ -219,9 +221,6 @@ class PublicInputs:
             if not affine:
                 raise ParameterError("algorithm='mean-gradient' needs a loss affine in w (<a(z), w> + b(z)); "
                                      "use 'auto' or one of the localization algorithms for this loss.")
-            if auto:
-                raise ParameterError("algorithm='mean-gradient' plans its clip level from a public G_k; "
-                                     "pass a number for G_k (or use algorithm='auto' with G_k='auto').")
             if asked:
                 raise ParameterError(f"algorithm='mean-gradient' does not read {', '.join(asked)} "
                                      "(options of the localization algorithms); drop them or choose "
@@ -258,7 +257,7 @@ class PublicInputs:
                 profile=self.profile, may_clip=may_clip, heavy=heavy,
                 public_G_k=not isinstance(self.G_k, str), fixed_lam=self.lam is not None,
                 boosting_groups=self.boosting_groups,
-                affine=self.affine and not self.auto and not self.localization_asked,
+                affine=self.affine and not self.localization_asked,
                 population_options=any(v is not None for v in (self.lambda_growth, self.max_phases,
                                                                self.boosting_groups)))
             inputs = replace(self, algorithm=algorithm, clip_rule=clip, auto_algorithm=True,

@@ -29,14 +29,17 @@ case — every clipped example pulling the mean the same way; when the heavy exa
 ``μ`` clipping shrinks ``m`` without turning it and a smaller ``C`` would do better, which the public
 inputs cannot tell (see :mod:`cvxdp.plan.auto`).
 
-Privacy.  ``C``, ``Δ`` and ``s`` are functions of ``n, d, ε, k, G_k`` (public; a ``C`` below
+Privacy.  ``C``, ``Δ`` and ``s`` are functions of ``n, d, ε, k, G_k`` — ``G_k`` public, or with
+``G_k="auto"`` the estimate read off the private tail histogram released (and charged its share of ε)
+before this plan is made, so post-processing of a charged release (a ``C`` below
 :data:`~cvxdp.privacy.clipped_mean.MIN_CLIP`, where float rounding stops being relative, is refused by
 the planner); the clipped gradients are per-example maps of each example's own recovered coefficients
 (:func:`~cvxdp.structure.affine_coefficients`); the sum is exactly rounded whatever the partitioning
 (:func:`~cvxdp.privacy.clipped_mean.exact_column_sums`), so neighbouring means differ by at most ``Δ`` in
 floating point; the release is the shared mechanism's (snapped to a public grid inside the public box
-``[−C, C]^d``); the linear minimizer reads only ``m̃`` and ``W``.  So the fit is ε-DP, one charge of ``ε``
-to every example.
+``[−C, C]^d``); the linear minimizer reads only ``m̃`` and ``W``.  So the release is ``ε_fit``-DP, one
+charge to every example, and with the histogram's share (``G_k="auto"``) the fit is ε-DP by sequential
+composition (the two shares add up to at most ε exactly: :func:`~cvxdp.privacy.ledger.budget_remainder`).
 """
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ from cvxdp.plan.schedule import (
 from cvxdp.plan.tail_models import CombinedTail
 from cvxdp.privacy.clipped_mean import MIN_CLIP
 from cvxdp.privacy.ledger import budget_remainder
-from cvxdp.privacy.mechanisms import DiscreteLaplaceCounts
+from cvxdp.privacy.mechanisms import DiscreteLaplaceCounts, snap_granularity
 from cvxdp.privacy.tail import TailProfile, histogram_bins
 
 ALGORITHM_NAMES = {
@@ -153,7 +153,8 @@ class ReleasePlan:
         of the released tail histogram): it may be published with the model.
         """
         inp = self.inputs
-        profile = "" if self.gradient is not None else f", profile {self.profile_name}"  # affine: none read
+        affine = inp.algorithm == "mean-gradient"  # the affine plan reads no profile
+        profile = "" if affine else f", profile {self.profile_name}"
         lines = [f"release plan: {ALGORITHM_NAMES[inp.algorithm]}{profile}"
                  + (", the clip rule: C = G₂ (or the tail release's Ĝ₂ if lower), λ = 4C·sqrt(d/(n ε_fit))/D"
                     if inp.clip_rule else ""),
@@ -175,8 +176,9 @@ class ReleasePlan:
             lines.append(f"  the tail histogram saw nothing above its noise: planned for the declared "
                          f"tail_range's top, G_k = {self.G_k:.4g}, as a public bound")
         if self.provisional:
+            constants = "G_k and the clip level C" if affine else "G_k, C, λ, the schedule and the radii"
             lines.append("  PROVISIONAL: " + (
-                "G_k, C, λ, the schedule and the radii come from the tail release; only its ε and the "
+                f"{constants} come from the tail release; only its ε and the "
                 f"fit's ε = {self.epsilon_fit:.6g} per example are fixed before it (if it sees nothing "
                 "above its noise, the fit "
                 + ("plans for the declared tail_range's top" if inp.declared_tail_range
@@ -185,7 +187,8 @@ class ReleasePlan:
                 "they come from the tail release (its ε and the fit's ε per example are fixed)."))
         if self.gradient is not None:
             g = self.gradient
-            lines.append(f"  release 1: the mean of the per-example gradients clipped to C = {g.C:.4g} "
+            lines.append(f"  release {1 + (self.tail is not None)}: the mean of the per-example gradients "
+                         f"clipped to C = {g.C:.4g} "
                          f"(C = G_k((k−1)nε/(2d))^(1/k)), ε = {g.epsilon:.4g} on every example, "
                          f"Δ = {g.sensitivity:.4g}, s = {g.noise_scale:.4g}; the model is its linear "
                          "minimizer over W (post-processing)")
@@ -295,12 +298,15 @@ class Planner:
                 raise ParameterError(_NOT_FINITE) from None
             except (ZeroDivisionError, OverflowError, ValueError) as exc:
                 raise ParameterError(_NOT_FINITE) from exc
-            values = (gradient.C, gradient.sensitivity, gradient.noise_scale)
+            # the release's box [−C − Λ, C + Λ] and its grid Λ ≥ s must be finite too (review helper-39:
+            # s above 2¹⁰²³ made Λ infinite and the snapped release NaN, after both charges)
+            values = (gradient.C, gradient.sensitivity, gradient.noise_scale,
+                      gradient.C + float(snap_granularity(gradient.noise_scale)))
             if not (all(math.isfinite(v) and v > 0 for v in values) and gradient.C >= MIN_CLIP):
                 raise ParameterError(_NOT_FINITE)
             return ReleasePlan(inputs=inp, tail=tail_plan, epsilon_fit=eps_fit, G_k=float(G_k),
                                G_2=float(G_2), schedule=None, batches=(), provisional=False,
-                               profile_name=profile.name, gradient=gradient)
+                               profile_name=profile.name, fallback=fallback, gradient=gradient)
         lam = None
         if inp.clip_rule:
             profile, lam = self._clip_rule(profile, eps_fit, G_2, tail)

@@ -43,9 +43,14 @@ def affine_gradients(examples: Examples) -> np.ndarray:
     return A[:, 0, :]
 
 
+def _example_sums(examples: Examples, C: float) -> list[int]:
+    """The exact column sums of the examples' gradients clipped to ``C``."""
+    return exact_column_sums(clip_rows(affine_gradients(examples), C))
+
+
 def partition_clipped_sums(part: Partition, C: float) -> list[int]:
     """A partition's exact column sums of its clipped gradients (runs where the partition lives)."""
-    return exact_column_sums(clip_rows(affine_gradients(part.examples), C))
+    return _example_sums(part.examples, C)
 
 
 def clipped_gradient_sums(examples: Examples | Partitions, C: float) -> tuple[list[int], int]:
@@ -54,7 +59,7 @@ def clipped_gradient_sums(examples: Examples | Partitions, C: float) -> tuple[li
     if isinstance(examples, Partitions):
         parts = examples.map(partition_clipped_sums, C)
         return [sum(column) for column in zip(*parts, strict=True)], examples.n
-    return exact_column_sums(clip_rows(affine_gradients(examples), C)), examples.m
+    return _example_sums(examples, C), examples.m
 
 
 def release_mean_gradient(model: Model, examples: Examples | Partitions, plan: MeanGradientPlan, *,

@@ -513,9 +513,16 @@ def _estimator_release(est: object) -> Release:
     # no fit entry: the estimator kept its public centre (the tail histogram saw nothing); −1 stands for
     # the first round's constants (NaN would read as ⊥)
     first = (fits[0].sensitivity, fits[0].noise_scale) if fits else (-1.0, -1.0)
+    # the private feature centring's ledger (its histogram, and its mean when that saw a scale) and the
+    # centre it released are observable too: the centre is part of the vector, its charges of the record
+    centring = est.center_ledger_.entries if est.center_ledger_ is not None else []
+    public["centring tail"] = [(e.batch, e.n_examples, e.epsilon, e.sensitivity, e.noise_scale)
+                               for e in centring if e.mechanism == "private tail histogram"]
     plan = {**public, "ledger": [(e.mechanism, e.batch, e.n_examples, e.epsilon) for e in entries],
+            "centring": [(e.mechanism, e.epsilon, e.sensitivity, e.noise_scale) for e in centring],
             "first round": first if fits else None, "epsilon spent": est.epsilon_spent_}
-    vector = np.concatenate([est.coef_, [est.intercept_, *first, len(entries)]])
+    vector = np.concatenate([est.coef_, [est.intercept_, *first, len(entries)], est.feature_center_,
+                             [len(centring)]])
     return Release(vector, plan, public)
 
 
@@ -634,6 +641,8 @@ class Scenario:
     themselves reveal is audited through ``vector``.  ``sound=False`` marks a deliberately broken
     mechanism or a pair that is not neighbours: the audit must flag it (the suite's power).
     ``known_limitation``: a documented refusal (SECURITY.md), kept to measure it, not a guarantee.
+    ``couple_means``: the coupled runs couple the ℓ2-Laplace releases too (:class:`CountCoupling`), for
+    a pipeline whose later public record reads an earlier released point (the private feature centre).
     """
 
     name: str
@@ -647,6 +656,7 @@ class Scenario:
     same_tail: bool = True
     sound: bool = True
     known_limitation: bool = False
+    couple_means: bool = False
 
     def mechanism(self) -> Mechanism:
         """The fitter as an audit :data:`Mechanism`: ``(data, source) -> vector``."""
@@ -735,10 +745,17 @@ class CountCoupling:
 
     _active = False
 
-    def __init__(self) -> None:
+    def __init__(self, means: bool = False) -> None:
         self.recorded: list[tuple[tuple, np.ndarray, np.ndarray]] = []
         self.replayed = 0
         self.misaligned = False
+        #: With ``means``, the ℓ2-Laplace releases are coupled too (a scenario's ``couple_means``): side 1
+        #: is handed side 0's released point where the two inputs lie within the mechanism's ℓ2
+        #: sensitivity (same mechanism, same box) — so a fit that reads an earlier release (the
+        #: estimators' private feature centre) continues from the same public value on both sides.
+        self.means = means
+        self.recorded_means: list[tuple[tuple, np.ndarray, np.ndarray]] = []
+        self.replayed_means = 0
 
     @property
     def releases(self) -> int:
@@ -769,14 +786,37 @@ class CountCoupling:
             coupling.misaligned = True
             return out
 
+        original_l2 = L2LaplaceMechanism.release
+
+        def release_l2(mech, point, source, box, snap=True):
+            out = original_l2(mech, point, source, box, snap)
+            key = (float(mech.sensitivity), float(mech.epsilon), int(mech.dim), float(mech.scale),
+                   np.asarray(box[0], float).tobytes(), np.asarray(box[1], float).tobytes())
+            value = np.asarray(point, float)
+            if not replay:
+                coupling.recorded_means.append((key, value.copy(), out.copy()))
+                return out
+            i, coupling.replayed_means = coupling.replayed_means, coupling.replayed_means + 1
+            if i < len(coupling.recorded_means):
+                key0, value0, out0 = coupling.recorded_means[i]
+                if key0 == key and value0.shape == value.shape and \
+                        float(np.linalg.norm(value0 - value)) <= key[0]:
+                    return out0.copy()
+            coupling.misaligned = True
+            return out
+
         CountCoupling._active = True
         DiscreteLaplaceCounts.release = release
+        if self.means:
+            L2LaplaceMechanism.release = release_l2
         try:
             yield self
         finally:
             DiscreteLaplaceCounts.release = original
+            L2LaplaceMechanism.release = original_l2
             CountCoupling._active = False
-            if replay and coupling.replayed != len(coupling.recorded):
+            if replay and (coupling.replayed != len(coupling.recorded)
+                           or coupling.replayed_means != len(coupling.recorded_means)):
                 coupling.misaligned = True
 
     def recording(self):
@@ -825,7 +865,7 @@ def run_scenario(name: str, runs: int | None = None, *, quick: bool = False, ran
     fit = sc.make_fit()
     for j in range(coupled):
         out = []
-        coupling = CountCoupling()
+        coupling = CountCoupling(means=sc.couple_means)
         for side, data in enumerate((d0, d1)):
             # same_tail: the counts agree, so a common seed releases equal histograms unaided
             couple = (contextlib.nullcontext() if sc.same_tail
@@ -838,7 +878,8 @@ def run_scenario(name: str, runs: int | None = None, *, quick: bool = False, ran
                 out.append(None)
         if None not in out:
             found = _compare(out[0], out[1])
-            charged = len(_record(out[0]).get("tail", []))
+            record = _record(out[0])  # the fit's histograms and the estimators' centring's
+            charged = len(record.get("tail", [])) + len(record.get("centring tail", []))
             if coupling.misaligned or (not sc.same_tail and coupling.releases != charged):
                 found.append("count releases")
             mismatches += [k for k in found if k not in mismatches]
@@ -1341,6 +1382,32 @@ def _huge_coefficient_pair() -> tuple[dict, dict]:
     return d0, d1
 
 
+def centring_pair(kind: str = "row", n: int = 2000, seed: int = 0,
+                  classification: bool = False) -> tuple[dict, dict]:
+    """Estimator data for the private feature centring: ``n − 1`` shared rows with features far from 0
+    (uniform on ``[2, 6] × [0.8, 2]``, so the centring sees a scale at ``n = 2000``) and one record that
+    differs — ``"row"``: ``x = (1e12, −1e12)``, ``y = 1e12`` against an ordinary row (it moves the
+    clipped mean by its full sensitivity and the fit's histogram by one count); ``"flip"``:
+    ``x = ±1e12·e₁`` (the same norm on both sides, so the centring's counts agree) deciding which way
+    the first coordinate of the mean moves; ``"edge"``: ``x = (1e100, −1e100)``, ``y = −1e100``, the data
+    domain's edge.  Labels ``±1`` with ``classification``."""
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([rng.uniform(2.0, 6.0, n), rng.uniform(0.8, 2.0, n)])
+    y = X @ np.array([0.4, 1.0]) - 2.0 + 0.3 * rng.standard_t(4, size=n)
+    if classification:
+        y = np.where(y > np.median(y), 1.0, -1.0)
+    X0, X1, y0, y1 = X.copy(), X.copy(), y.copy(), y.copy()
+    if kind == "flip":
+        X0[-1], X1[-1] = [1e12, 0.0], [-1e12, 0.0]
+    elif kind == "row":
+        X1[-1], y1[-1] = [1e12, -1e12], (1.0 if classification else 1e12)
+    elif kind == "edge":
+        X1[-1], y1[-1] = [1e100, -1e100], (-1.0 if classification else -1e100)
+    else:
+        raise ValueError(f"unknown centring pair {kind!r}")
+    return {"X": X0, "y": y0}, {"X": X1, "y": y1}
+
+
 def _lad_two_faces_model() -> Model:
     from cvxdp import losses
 
@@ -1447,6 +1514,26 @@ def _register() -> dict[str, Scenario]:
             f"{cls.__name__}(algorithm='output-perturbation') n=300, one row with |x|, |y| = 1e12",
             pair, estimator_fit(cls, G_k=3.0, algorithm="output-perturbation"), full_runs=2000,
             quick_runs=100 if short == "lad" else 0, coupled_runs=1, same_tail=False))
+    # the estimators' private feature centring (default): a mean release, then the fit on the centred
+    # rows over the declared ball's image; a share of 0.5 so that n = 2000 at ε = 1 sees a scale
+    centring = dict(center_features="private", center_features_share=0.5, radius=5.0)
+    for kind, short, cls, classification, fit_params in (
+            ("row", "lad", PrivateLADRegressor, False, dict(G_k=8.0, algorithm="output-perturbation")),
+            ("flip", "quantile", PrivateQuantileRegressor, False, dict(G_k="auto",
+                                                                       algorithm="output-perturbation")),
+            ("edge", "svm", PrivateLinearSVM, True, dict(G_k=8.0, classes=(-1, 1))),
+            ("row", "lad-population", PrivateLADRegressor, False, dict(G_k="auto"))):
+        def pair(kind: str = kind, classification: bool = classification) -> tuple[dict, dict]:
+            return centring_pair(kind, classification=classification)
+
+        population = short.endswith("population") or short == "svm"
+        out.append(Scenario(
+            f"estimator-centring-{kind}/{short}",
+            f"{cls.__name__}(center_features='private', center_features_share=0.5, "
+            f"{', '.join(f'{k}={v!r}' for k, v in fit_params.items())}) n=2000 rows far from 0, "
+            f"one record: {kind} (centring_pair)",
+            pair, estimator_fit(cls, **centring, **fit_params), full_runs=300 if population else 1000,
+            coupled_runs=2, same_tail=False, couple_means=True))
     for G in (2.0, "auto"):
         tag = "public-G" if G == 2.0 else "auto-G"
         out.append(Scenario(

@@ -19,9 +19,22 @@ The domain is the ℓ2 ball of radius ``radius`` around 0 in the space of
 appended (so ``G_k`` must bound ``||(x, 1)||``'s moments — the default
 ``G_k=None`` raises, since a private estimator cannot read it off the data).
 
+Feature centring (``center_features``, :mod:`cvxdp.centring`).  With an intercept, the fit runs on
+the features measured from a centre ``μ`` — the same model over the same declared ball, in the
+parametrization ``(coef, intercept + μ·coef)``, mapped back on release — so that the intercept does
+not trade off against features far from 0 along a nearly flat direction that the private fit would
+shrink.  ``"private"`` (default) spends ``center_features_share`` of ε (0.1) on a private mean of the
+rows (the affine plan's release, with its own tail histogram); when that histogram sees nothing (small
+``n ε``) the features are used as given and the fit gets the unspent share back.  An array gives
+public reference values (units, never the training data) at no cost; ``False`` turns it off.  A
+declared ``G_k`` is read as a bound for the centred rows ``(x − μ, 1)`` (a utility assumption:
+privacy does not rest on it).
+
 What a fitted estimator holds
 -----------------------------
-``coef_`` and ``intercept_`` (the ε-DP release), ``ledger_`` and ``epsilon_spent_`` (public: every
+``coef_`` and ``intercept_`` (the ε-DP release), ``feature_center_`` (the centre the features were
+measured from: the private mean, the public reference or 0), ``ledger_`` (the fit's),
+``center_ledger_`` (the private centring's, or ``None``) and ``epsilon_spent_`` (both; public: every
 entry is a function of public inputs and earlier ε-DP releases), ``n_features_in_`` (public: the
 shape) and, for the SVM, ``classes_`` (the declared classes, public).  ``result_`` — the full
 :class:`~cvxdp.problem.PrivateResult` with its certificates and timings, which depend on the data —
@@ -41,10 +54,21 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 import cvxdp.losses as losses
-from cvxdp._validation import finite_array, positive_finite
+from cvxdp._validation import finite_array, positive_finite, privacy_epsilon
+from cvxdp.centring import (
+    MAX_CENTRE_NORM,
+    centred_design,
+    centring_map,
+    private_feature_mean,
+    uncentred,
+    usable_centre,
+)
 from cvxdp.error import DataError, DataTypeError, ParameterError
 from cvxdp.model import Model
 from cvxdp.numerics import row_dot
+from cvxdp.privacy.accountant import BudgetAccountant
+from cvxdp.privacy.ledger import budget_remainder
+from cvxdp.privacy.random import noise_source
 from cvxdp.problem import PrivateProblem, PrivateResult
 
 
@@ -60,7 +84,11 @@ class _PrivateLinearModel(BaseEstimator):
     units or other data, never from the training data; ``fit_intercept`` appends the constant
     feature 1.  Features measured from a public reference value (an age from 40 rather than from 0)
     keep the intercept from trading off against them along a nearly flat direction, which every
-    private fit shrinks toward the centre (README, *Large real data sets*).
+    private fit shrinks toward the centre (README, *Large real data sets*); ``center_features``
+    (default ``"private"``: a private mean from ``center_features_share`` of ε; an array of public
+    reference values; ``False``) does that for the fit, keeping the declared domain (module docstring).
+    With an ``accountant`` and private centring the whole ε is charged once, after every public input
+    of the fit has been checked and before either release reads the data.
     """
 
     _loss_name = "absolute"
@@ -70,7 +98,8 @@ class _PrivateLinearModel(BaseEstimator):
                  algorithm: str = "auto", profile: str = "tight", delta: float = 0.1,
                  tail_share: float | None = None, tail_range: tuple[float, float] | None = None,
                  random_state: object = None, accountant: object = None, diagnostics: bool = False,
-                 progress: bool = False, center: object = None, solver: str | None = None) -> None:
+                 progress: bool = False, center: object = None, solver: str | None = None,
+                 center_features: object = "private", center_features_share: float = 0.1) -> None:
         self.epsilon = epsilon
         self.moment_k = moment_k
         self.G_k = G_k
@@ -88,6 +117,8 @@ class _PrivateLinearModel(BaseEstimator):
         self.progress = progress
         self.center = center
         self.solver = solver
+        self.center_features = center_features
+        self.center_features_share = center_features_share
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -139,21 +170,62 @@ class _PrivateLinearModel(BaseEstimator):
             raise ParameterError("diagnostics must be True or False.")
         positive_finite("radius", self.radius)
         self._check_params()
+        centring = self._centring_mode()
         X, y = self._validate(X, y)
         yt = self._transform_y(y)
-        Z = self._design(X)
-        centre = self._centre(Z.shape[1])
-        need = max(10, 2 * Z.shape[1])  # PrivateProblem's minimum, in scikit-learn's words (n is public)
-        if Z.shape[0] < need:
-            raise DataError(f"n_samples = {Z.shape[0]} is too few for a private fit with "
-                            f"{Z.shape[1]} coefficients; at least {need} are needed.")
-        w = cp.Variable(Z.shape[1])
-        model = Model(self._loss(w), [cp.norm(w - centre, 2) <= self.radius])
+        p = X.shape[1] + (1 if self.fit_intercept else 0)
+        centre = self._centre(p)
+        need = max(10, 2 * p)  # PrivateProblem's minimum, in scikit-learn's words (n is public)
+        if X.shape[0] < need:
+            raise DataError(f"n_samples = {X.shape[0]} is too few for a private fit with "
+                            f"{p} coefficients; at least {need} are needed.")
+        epsilon, random_state, accountant = self.epsilon, self.random_state, self.accountant
+        mu, center_ledger = None, None
+        if isinstance(centring, np.ndarray):
+            mu = self._public_reference(centring, X.shape[1])
+        elif centring == "private":
+            epsilon = privacy_epsilon(self.epsilon, warn=False)
+            share = epsilon * float(self.center_features_share)
+            epsilon = budget_remainder(epsilon, share)
+            # every public input of the fit is checked before the first release (a dry run of its plan
+            # on the declared ball), and the accountant is charged the whole ε once, before either
+            plain = cp.Variable(p)
+            PrivateProblem(Model(self._loss(plain), [cp.norm(plain - centre, 2) <= self.radius])).plan(
+                n=X.shape[0], epsilon=epsilon, moment_k=self.moment_k, G_k=self.G_k, G_2=self.G_2,
+                algorithm=self.algorithm, profile=self.profile, delta=self.delta, tail_share=self.tail_share,
+                tail_range=self.tail_range)
+            # one noise stream for both releases: a seeded fit stays reproducible, and the second
+            # release continues the stream rather than drawing the first one's noise again
+            random_state = noise_source(self.random_state)
+            if accountant is not None:
+                if not isinstance(accountant, BudgetAccountant):
+                    raise ParameterError(f"accountant must be a cvxdp.BudgetAccountant or None, got "
+                                         f"{type(accountant).__name__}.")
+                accountant.spend(self.epsilon, label=f"{type(self).__name__}.fit (private feature centring "
+                                                     "and the fit)")
+                accountant = None
+            mu, center_ledger = private_feature_mean(X, epsilon=share, moment_k=self.moment_k,
+                                                     random_state=random_state)
+            if not usable_centre(mu):  # a function of the release: no centring, the features as given
+                mu = None
+            # the fit gets what the centring did not spend (all of its share but the histogram's when
+            # that saw nothing): a function of the charged release; every charge read every row, so
+            # the sum of the entries is the exact spend and the two parts fit ε exactly
+            epsilon = budget_remainder(privacy_epsilon(self.epsilon, warn=False),
+                                       *(e.epsilon for e in center_ledger.entries))
+        if mu is not None:
+            v = cp.Variable(p)
+            Z = centred_design(X, mu)
+            model = Model(self._loss(v), [cp.norm(centring_map(mu) @ v - centre, 2) <= self.radius])
+        else:
+            w = cp.Variable(p)
+            Z = self._design(X)
+            model = Model(self._loss(w), [cp.norm(w - centre, 2) <= self.radius])
         result = PrivateProblem(model).solve(
-            {"x": Z, "y": yt}, epsilon=self.epsilon, moment_k=self.moment_k, G_k=self.G_k,
+            {"x": Z, "y": yt}, epsilon=epsilon, moment_k=self.moment_k, G_k=self.G_k,
             G_2=self.G_2, algorithm=self.algorithm, profile=self.profile, delta=self.delta,
-            tail_share=self.tail_share, tail_range=self.tail_range, random_state=self.random_state,
-            accountant=self.accountant, diagnostics=self.diagnostics, progress=self.progress,
+            tail_share=self.tail_share, tail_range=self.tail_range, random_state=random_state,
+            accountant=accountant, diagnostics=self.diagnostics, progress=self.progress,
             solver=self.solver)
         self._set_public_attributes()
         if self.diagnostics:
@@ -161,11 +233,56 @@ class _PrivateLinearModel(BaseEstimator):
         else:  # a refit without diagnostics must not keep an earlier fit's diagnostics
             self.__dict__.pop("result_", None)
         self.ledger_ = result.ledger
-        self.epsilon_spent_ = result.epsilon_spent
+        self.center_ledger_ = center_ledger
+        spent = result.ledger.spent_exact + (center_ledger.spent_exact if center_ledger is not None else 0)
+        self.epsilon_spent_ = float(spent)  # both parts fit ε exactly; rounding to nearest keeps ≤ ε
+        self.feature_center_ = np.zeros(X.shape[1]) if mu is None else np.array(mu, float)
+        if mu is not None:
+            self.coef_, self.intercept_ = uncentred(result.w, mu)
+            return self
         coef = result.w
         self.coef_ = coef[:-1].copy() if self.fit_intercept else coef.copy()
         self.intercept_ = float(coef[-1]) if self.fit_intercept else 0.0
         return self
+
+    def _centring_mode(self) -> str | np.ndarray | None:
+        """``center_features`` checked before the data are read: ``None`` (as given), ``"private"``,
+        or the public reference values as an array (their length is checked against the features)."""
+        mode = self.center_features
+        if mode is None or (isinstance(mode, bool | np.bool_) and not mode):
+            return None
+        if isinstance(mode, str):
+            if mode != "private":
+                raise ParameterError(f"center_features must be False, 'private' or an array of public "
+                                     f"reference values (one per feature), got {mode!r}.")
+        else:
+            if isinstance(mode, bool | np.bool_):
+                raise ParameterError("center_features=True is ambiguous: pass 'private' to estimate the "
+                                     "feature means privately, or an array of public reference values.")
+            try:
+                mode = finite_array("center_features", mode, ndim=1)
+            except DataError as exc:
+                raise ParameterError(str(exc)) from exc
+        if not self.fit_intercept:
+            raise ParameterError("center_features needs fit_intercept=True: without an intercept, "
+                                 "moving the features changes the model rather than its parametrization.")
+        if isinstance(mode, str):
+            share = self.center_features_share
+            if isinstance(share, bool) or not isinstance(share, numbers.Real) or not 0 < float(share) < 1:
+                raise ParameterError(f"center_features_share must be a number in (0, 1) (the share of "
+                                     f"epsilon spent on the feature means), got {share!r}.")
+        return mode
+
+    @staticmethod
+    def _public_reference(values: np.ndarray, features: int) -> np.ndarray:
+        if values.shape != (features,):
+            raise ParameterError(f"center_features must have one public reference value per feature "
+                                 f"({features}), got {values.shape[0]}.")
+        if not usable_centre(values):
+            raise ParameterError(f"center_features lies farther than {MAX_CENTRE_NORM:g} from 0, where the "
+                                 "centred domain is too elongated to fit reliably; rescale the features to "
+                                 "units near 1 first.")
+        return values
 
     def _centre(self, size: int) -> np.ndarray:
         """The public centre of the domain ball: ``center`` as ``(coef..., intercept)``, or 0."""
@@ -373,12 +490,14 @@ class PrivateLinearSVM(ClassifierMixin, _PrivateLinearModel):
                  delta: float = 0.1, tail_share: float | None = None,
                  tail_range: tuple[float, float] | None = None, random_state: object = None,
                  accountant: object = None, diagnostics: bool = False, progress: bool = False,
-                 center: object = None, solver: str | None = None) -> None:
+                 center: object = None, solver: str | None = None,
+                 center_features: object = "private", center_features_share: float = 0.1) -> None:
         super().__init__(epsilon=epsilon, moment_k=moment_k, G_k=G_k, G_2=G_2, radius=radius,
                          fit_intercept=fit_intercept, algorithm=algorithm, profile=profile, delta=delta,
                          tail_share=tail_share, tail_range=tail_range, random_state=random_state,
                          accountant=accountant, diagnostics=diagnostics, progress=progress, center=center,
-                         solver=solver)
+                         solver=solver, center_features=center_features,
+                         center_features_share=center_features_share)
         self.classes = classes
 
     def __sklearn_tags__(self):
@@ -470,12 +589,14 @@ class PrivateQuantileRegressor(_Regressor):
                  delta: float = 0.1, tail_share: float | None = None,
                  tail_range: tuple[float, float] | None = None, random_state: object = None,
                  accountant: object = None, diagnostics: bool = False, progress: bool = False,
-                 center: object = None, solver: str | None = None) -> None:
+                 center: object = None, solver: str | None = None,
+                 center_features: object = "private", center_features_share: float = 0.1) -> None:
         super().__init__(epsilon=epsilon, moment_k=moment_k, G_k=G_k, G_2=G_2, radius=radius,
                          fit_intercept=fit_intercept, algorithm=algorithm, profile=profile, delta=delta,
                          tail_share=tail_share, tail_range=tail_range, random_state=random_state,
                          accountant=accountant, diagnostics=diagnostics, progress=progress, center=center,
-                         solver=solver)
+                         solver=solver, center_features=center_features,
+                         center_features_share=center_features_share)
         self.quantile = quantile
 
     def _check_params(self) -> None:

@@ -96,6 +96,13 @@ class PrivateResult:
         function of the public inputs and, with the tail histogram, of that release.
     diagnostics_enabled:
         Whether ``solve(..., diagnostics=True)`` was asked for (a public choice).
+    released_mean:
+        The affine plan's release (``algorithm="mean-gradient"``): the noisy mean of the per-example
+        gradients clipped to ``C``, snapped into its public box — ε-DP, and ``w`` is its linear
+        minimizer over ``W``.  For the affine loss :func:`cvxdp.losses.affine` the gradient of an
+        example is its ``x``, so this is a private mean of the rows (what the estimators' private
+        feature centring reads, :mod:`cvxdp.centring`).  ``None`` for every other plan and when no fit
+        ran.
     certificates, timings, diagnostics:
         Data-dependent figures (certified gaps, solver methods, wall-clock times), available only
         with ``diagnostics=True``; otherwise reading them raises
@@ -114,6 +121,7 @@ class PrivateResult:
     diagnostics_enabled: bool = False
     _timings: dict[str, float] | None = field(default=None, repr=False)
     release_plan: ReleasePlan | None = field(default=None, repr=False)
+    released_mean: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def epsilon_spent(self) -> float:
@@ -338,16 +346,17 @@ class PrivateProblem:
         source = noise_source(random_state)
         ledger = PrivacyLedger(inputs.n, inputs.epsilon)
         timings: dict[str, float] = {"validation": time.perf_counter() - t0}
-        w, steps, plan = run_fit(self.model, examples, Planner(inputs), ledger=ledger, source=source,
-                                 erm=erm or ERMSettings(), executor=executor, progress=progress,
-                                 timings=timings)
+        w, steps, plan, released = run_fit(self.model, examples, Planner(inputs), ledger=ledger,
+                                           source=source, erm=erm or ERMSettings(), executor=executor,
+                                           progress=progress, timings=timings)
         ledger.verify()
         if not diagnostics:  # keep only public constants and released centers on the result
             steps = [replace(s, certificate=None) for s in steps]
         return PrivateResult(w=np.asarray(w, float), ledger=ledger, steps=steps, epsilon=inputs.epsilon,
                              algorithm=inputs.algorithm, profile=plan.profile_name, schedule=plan.schedule,
                              moment_bound=float(plan.G_k), diagnostics_enabled=diagnostics,
-                             _timings=timings if diagnostics else None, release_plan=plan)
+                             _timings=timings if diagnostics else None, release_plan=plan,
+                             released_mean=None if released is None else np.asarray(released, float))
 
     @_no_floating_point_warnings
     def plan(self, *, n: int, epsilon: float, moment_k: float, G_k: float | str, **options) -> ReleasePlan:

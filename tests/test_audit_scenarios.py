@@ -84,6 +84,8 @@ def test_the_registry_holds_every_pair_of_the_issue():
             "max-affine-steep-row/auto-G/output-perturbation"} <= names
     assert {"svm-flip/population", "svm-one-class/population"} <= names
     assert "tail-edge/auto-G/output-perturbation" in names
+    assert {"estimator-centring-row/lad", "estimator-centring-flip/quantile", "estimator-centring-edge/svm",
+            "estimator-centring-row/lad-population"} <= names
     for kind in ("outlier", "boundary", "huge-features"):
         assert {f"lad-{kind}/adapter-tight", f"lad-{kind}/BROKEN-noise-x0.25"} <= names
     # the fast scenarios meet the full mode's 2000 runs per side
@@ -297,6 +299,49 @@ def test_count_coupling_hands_side_one_the_released_counts_and_keeps_the_seed_al
     with pytest.raises(ValueError), CountCoupling().recording():
         raise ValueError
     assert DiscreteLaplaceCounts.release is original
+
+
+def test_mean_coupling_hands_side_one_the_released_point_within_the_sensitivity():
+    """With ``means``, an ℓ2-Laplace release of side 1 is side 0's where the inputs lie within Δ (same
+    mechanism and box); farther apart, or another mechanism, it is left as drawn and the run misaligned."""
+    from cvxdp.audit import CountCoupling
+    from cvxdp.privacy.mechanisms import L2LaplaceMechanism
+
+    original = L2LaplaceMechanism.release
+    mech = L2LaplaceMechanism(0.5, 1.0, 2)
+    box = (np.full(2, -10.0), np.full(2, 10.0))
+    for other, shift, aligned in ((mech, 0.4, True), (mech, 0.6, False),
+                                  (L2LaplaceMechanism(0.5, 0.5, 2), 0.1, False)):
+        coupling, outs = CountCoupling(means=True), []
+        for side, m in enumerate((mech, other)):
+            with (coupling.recording() if side == 0 else coupling.replaying()):
+                outs.append(m.release(np.array([1.0, 2.0]) + [side * shift, 0.0], SeededRandom(side), box))
+        assert coupling.misaligned is (not aligned)
+        assert np.array_equal(outs[0], outs[1]) is aligned
+        assert L2LaplaceMechanism.release is original
+    plain = CountCoupling()  # without ``means`` the ℓ2 releases are not touched
+    with plain.recording():
+        assert L2LaplaceMechanism.release is original
+
+
+def test_a_centre_read_off_the_raw_rows_is_caught_by_the_coupled_runs(monkeypatch):
+    """Power of the centring scenarios: a "private" mean that is the exact mean of the rows moves every
+    centred row between the two sides, so the fit's histograms differ beyond one count and the coupled
+    runs report it; the honest centring passes."""
+    import cvxdp.estimators as estimators_module
+
+    name = "estimator-centring-row/lad"
+    assert SCENARIOS[name].couple_means and not SCENARIOS[name].same_tail
+    assert run_scenario(name, runs=0, random_state=0).ok
+
+    honest = estimators_module.private_feature_mean
+
+    def exact_mean(X, **kwargs):  # the same charges, but the centre is the rows' exact mean
+        return np.asarray(X, float).mean(axis=0), honest(X, **kwargs)[1]
+
+    monkeypatch.setattr(estimators_module, "private_feature_mean", exact_mean)
+    r = run_scenario(name, runs=0, random_state=0)
+    assert not r.ok and "count releases" in r.mismatches, r.summary()
 
 
 def test_the_growth_switch_pair_crosses_the_switch_only_through_its_histogram():

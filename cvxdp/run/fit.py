@@ -43,8 +43,13 @@ from cvxdp.run.shuffle import PublicShuffle
 
 def run_fit(model: Model, examples: Examples | Partitions, planner: Planner, *, ledger: PrivacyLedger,
             source: NoiseSource, erm: ERMSettings, executor: Executor, progress: bool,
-            timings: dict[str, float]) -> tuple[np.ndarray, list[LocalizationStep], ReleasePlan]:
-    """The data layer of a fit: tail release → plan → pre-flight charges → the phases."""
+            timings: dict[str, float]) -> tuple[np.ndarray, list[LocalizationStep], ReleasePlan,
+                                                np.ndarray | None]:
+    """The data layer of a fit: tail release → plan → pre-flight charges → the phases.
+
+    Returns ``(w, steps, plan, released_mean)``: the last is the affine plan's released mean of the
+    clipped gradients (ε-DP, the release ``w`` is the linear minimizer of), ``None`` for every other plan.
+    """
     t1 = time.perf_counter()
     if isinstance(examples, Examples):
         compact(model, examples)  # partitions are compacted where they are bound
@@ -58,9 +63,9 @@ def run_fit(model: Model, examples: Examples | Partitions, planner: Planner, *, 
     plan = planner.plan(tail)
     timings["plan"] = time.perf_counter() - t1 - timings["tail"]
     if plan.gradient is not None:  # the affine plan: one release, no batches (cvxdp.run.mean_gradient)
-        w, _ = release_mean_gradient(model, examples, plan.gradient, ledger=ledger, source=source)
+        w, released = release_mean_gradient(model, examples, plan.gradient, ledger=ledger, source=source)
         timings["fit"] = time.perf_counter() - t1
-        return w, [], plan
+        return w, [], plan, released
     n = examples.n if isinstance(examples, Partitions) else examples.m
     # Algorithm 1's public random partition (cvxdp.run.shuffle): batch b reads the rows at shuffled
     # positions [offset_b, offset_b + size_b); the single-batch algorithms read every example.  The
@@ -85,7 +90,7 @@ def run_fit(model: Model, examples: Examples | Partitions, planner: Planner, *, 
         if bar is not None:
             bar.close()
     timings["fit"] = time.perf_counter() - t1
-    return res.w, res.steps, plan
+    return res.w, res.steps, plan, None
 
 
 def _batch_rows(examples: Examples | Partitions, shuffle: PublicShuffle | None):

@@ -95,10 +95,17 @@ def _ratio(q: float | None) -> str:
     return f"**{text}**" if q > 1 else text
 
 
+def _older(row: dict) -> str:
+    """"†" for a cell measured before the estimators' feature centring (no as-given figure beside
+    cvxdp's: its "cvxdp" is the fit on the features as given), else ""."""
+    return "" if AS_GIVEN in row["excess"] else "†"
+
+
 def render(rows: list[dict]) -> str:
     """The README's tables from the summary rows: every method at full size and ε = 1, then the ratio of
     cvxdp's median excess to the best public-rule baseline's in every (size, ε) cell (bold where cvxdp is
-    behind, "–" where a cell was not run, "n/a" where the best baseline's excess is not positive)."""
+    behind, "–" where a cell was not run, "n/a" where the best baseline's excess is not positive, "†"
+    where the cell predates the estimators' feature centring)."""
     if not rows:
         return "No results yet: run `python benchmarks/bench_large_real.py`."
     by = {(r["task"], r["size"], float(r["epsilon"])): r for r in rows}
@@ -124,9 +131,12 @@ def render(rows: list[dict]) -> str:
     lines += ["", "cvxdp's median excess over the best public-rule baseline's, by size and ε:", "",
               "| task | " + " | ".join(head) + " |", "|---|" + "---|" * len(cols)]
     for t in tasks:
-        cells = [_ratio(by[(t, s, e)]["cvxdp_over_best_baseline"]) if (t, s, e) in by else "–"
-                 for s, e in cols]
+        cells = [_ratio(by[(t, s, e)]["cvxdp_over_best_baseline"]) + _older(by[(t, s, e)])
+                 if (t, s, e) in by else "–" for s, e in cols]
         lines.append(f"| {LABELS.get(t, t)} | " + " | ".join(cells) + " |")
+    if any(_older(r) for r in rows):
+        lines += ["", "† measured before the estimators centred their features: cvxdp there is the fit on "
+                      "the features as given (not rerun since)."]
     ratios = [r["cvxdp_over_best_baseline"] for r in rows]
     compared = [q for q in ratios if q is not None]
     lines += ["", f"cvxdp is ahead in {sum(q < 1 for q in compared)} of {len(compared)} cells"

@@ -30,7 +30,8 @@ and ``μ̂`` only).  The centring is charged at most ``ε_c``, and the fit
 When the histogram sees nothing above its noise the mean is not released (the affine plan falls
 back to no fit) and the features are left as they are — a branch on a charged release; the fit then
 gets the centring's unspent share back (``ε`` less the histogram's part), a function of that
-release too.
+release too.  A released centre nearer 0 than :data:`CENTRE_FROM`, or beyond
+:data:`MAX_CENTRE_NORM`, is not used either (post-processing; its share stays spent).
 """
 
 from __future__ import annotations
@@ -63,6 +64,27 @@ def usable_centre(mu: np.ndarray | None) -> bool:
     with np.errstate(all="ignore"):
         norm = float(np.linalg.norm(np.asarray(mu, float)))
     return norm <= MAX_CENTRE_NORM
+
+
+#: The smallest released ``||μ̂||`` at which the estimators' *private* centring is used (public
+#: reference values are always used).  Centring trades the flat intercept direction for a longer domain:
+#: ``A_μ⁻¹ W`` has diameter up to ``σ_max(A_μ) = O(||μ||)`` times ``W``'s, and the plan's constants grow
+#: with it.  Measured, not derived (``benchmarks/bench_large_real.py``, full size, ε = 1, 5 splits,
+#: median excess test loss, as given → centred; ``||μ̂||`` in brackets): CPSSW8 as loaded (4.4), τ = 0.9
+#: 0.0102 → 0.0029 and LAD 0.0036 → 0.0018; Fertility's hinge (3.2) 0.00061 → 0.00022; but diamonds
+#: (1.5), LAD 0.00031 → 0.00061 and τ = 0.9 0.00031 → 0.00036, and CPSSW8 measured from its public
+#: reference worker (0.7), LAD 0.00027 → 0.00114 (behind noisy clipped GD's 0.00066) and τ = 0.9
+#: 0.00215 → 0.00188.  So the switch sits at 2, between the largest centre that did not gain and the
+#: smallest that did.  The test reads the release only.
+CENTRE_FROM = 2.0
+
+
+def worth_centring(mu: np.ndarray | None) -> bool:
+    """Whether the estimators use a *released* centre: :func:`usable_centre` and ``||μ̂|| ≥``
+    :data:`CENTRE_FROM` (post-processing of the release; NaN: no)."""
+    if not usable_centre(mu):
+        return False
+    return float(np.linalg.norm(np.asarray(mu, float))) >= CENTRE_FROM
 
 
 def centring_map(mu: np.ndarray) -> np.ndarray:
@@ -113,5 +135,5 @@ def private_feature_mean(X: np.ndarray, *, epsilon: float, moment_k: float, rand
     return result.released_mean, result.ledger
 
 
-__all__ = ["MAX_CENTRE_NORM", "centred_design", "centring_map", "private_feature_mean", "uncentred",
-           "usable_centre"]
+__all__ = ["CENTRE_FROM", "MAX_CENTRE_NORM", "centred_design", "centring_map", "private_feature_mean",
+           "uncentred", "usable_centre", "worth_centring"]

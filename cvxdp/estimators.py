@@ -25,7 +25,9 @@ parametrization ``(coef, intercept + μ·coef)``, mapped back on release — so 
 not trade off against features far from 0 along a nearly flat direction that the private fit would
 shrink.  ``"private"`` (default) spends ``center_features_share`` of ε (0.1) on a private mean of the
 rows (the affine plan's release, with its own tail histogram); when that histogram sees nothing (small
-``n ε``) the features are used as given and the fit gets the unspent share back.  An array gives
+``n ε``) the features are used as given and the fit gets the unspent share back; a released centre
+with ``||μ̂|| < 2`` (:data:`~cvxdp.centring.CENTRE_FROM`: features already near 0, where the centred
+domain's longer diameter was measured to cost more than it gains) is not used either.  An array gives
 public reference values (units, never the training data) at no cost; ``False`` turns it off.  A
 declared ``G_k`` is read as a bound for the centred rows ``(x − μ, 1)`` (a utility assumption:
 privacy does not rest on it).
@@ -62,6 +64,7 @@ from cvxdp.centring import (
     private_feature_mean,
     uncentred,
     usable_centre,
+    worth_centring,
 )
 from cvxdp.error import DataError, DataTypeError, ParameterError
 from cvxdp.model import Model
@@ -206,7 +209,7 @@ class _PrivateLinearModel(BaseEstimator):
                 accountant = None
             mu, center_ledger = private_feature_mean(X, epsilon=share, moment_k=self.moment_k,
                                                      random_state=random_state)
-            if not usable_centre(mu):  # a function of the release: no centring, the features as given
+            if not worth_centring(mu):  # a function of the release: no centring, the features as given
                 mu = None
             # the fit gets what the centring did not spend (all of its share but the histogram's when
             # that saw nothing): a function of the charged release; every charge read every row, so

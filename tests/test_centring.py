@@ -53,6 +53,22 @@ def test_a_centre_is_used_only_where_the_centred_domain_is_well_conditioned():
     assert not usable_centre(np.array([1e308, 1e308]))
 
 
+def test_a_released_centre_near_zero_is_not_used():
+    """Features already near 0 (``||μ̂|| < CENTRE_FROM``): the centre is released and paid for, but not
+    used — the fit runs on the features as given with ε less the centring's charges."""
+    from cvxdp.centring import CENTRE_FROM, worth_centring
+    from cvxdp.privacy.ledger import budget_remainder
+
+    assert worth_centring(np.array([CENTRE_FROM, 0.0])) and not worth_centring(np.array([1.99, 0.0]))
+    assert not worth_centring(np.array([np.nan, 5.0])) and not worth_centring(None)
+    X, y = _uncentred_data(4000)
+    X = X - [4.0, 1.4] + [0.5, 0.3]
+    est = PrivateLADRegressor(epsilon=1.0, G_k="auto", radius=5.0, random_state=0).fit(X, y)
+    charges = [e.epsilon for e in est.center_ledger_.entries]
+    assert len(charges) == 2 and np.array_equal(est.feature_center_, np.zeros(2))
+    assert est.ledger_.total_epsilon == budget_remainder(1.0, *charges)
+
+
 def test_a_centred_row_depends_on_its_own_example_only():
     """Per-example: changing one example leaves every other centred row the same, bit for bit."""
     X, _ = _uncentred_data(200)

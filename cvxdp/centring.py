@@ -9,7 +9,7 @@ and :func:`uncentred` maps the fitted ``v`` back to ``w`` exactly as it would ma
 the domain's centre and its isotropic noise act on ``v``.  With uncentred features (an age measured
 from 0, mean 4 in decades) the intercept trades off against the slopes along a nearly flat direction
 of the risk, and a fit regularized toward the centre shrinks far along it; measured from their mean
-the features no longer lean on the intercept (README, *Large real data sets*: 5× lower excess test
+the features no longer lean on the intercept (README, *Large real data sets*: 3.5× lower excess test
 loss on CPSSW8's 0.9 quantile as loaded, at full size and ε = 1).
 
 Where ``μ`` comes from:

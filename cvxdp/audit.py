@@ -762,6 +762,23 @@ class CountCoupling:
         """How many count releases side 0 made."""
         return len(self.recorded)
 
+    def _couple(self, log: list, counter: str, replay: bool, key: tuple, value: np.ndarray, out: np.ndarray,
+                distance: Callable[[np.ndarray], float]) -> np.ndarray:
+        """Side 0: keep ``(key, value, out)`` in ``log``.  Side 1: hand back side 0's release number
+        ``counter`` where the mechanism agrees (``key``, whose first entry is its sensitivity) and the
+        inputs lie within it (``distance`` to side 0's input); otherwise keep ``out`` and mark the run."""
+        if not replay:
+            log.append((key, value.copy(), out.copy()))
+            return out
+        i = getattr(self, counter)
+        setattr(self, counter, i + 1)
+        if i < len(log):
+            key0, value0, out0 = log[i]
+            if key0 == key and value0.shape == value.shape and distance(value0) <= key[0]:
+                return out0.copy()
+        self.misaligned = True
+        return out
+
     @contextlib.contextmanager
     def _patched(self, replay: bool):
         if CountCoupling._active:
@@ -771,39 +788,20 @@ class CountCoupling:
 
         def release(mech, value, source, box=None, snap=True):
             out = original(mech, value, source, box, snap)
-            key = (float(mech.sensitivity), float(mech.epsilon), int(mech.dim))
             counts = np.asarray(value)
-            if not replay:
-                coupling.recorded.append((key, counts.copy(), out.copy()))
-                return out
-            i, coupling.replayed = coupling.replayed, coupling.replayed + 1
-            if i < len(coupling.recorded):
-                key0, counts0, out0 = coupling.recorded[i]
-                within = (counts0.shape == counts.shape
-                          and float(np.abs(counts0.astype(float) - counts.astype(float)).sum()) <= key[0])
-                if key0 == key and within:
-                    return out0.copy()
-            coupling.misaligned = True
-            return out
+            key = (float(mech.sensitivity), float(mech.epsilon), int(mech.dim))
+            return coupling._couple(coupling.recorded, "replayed", replay, key, counts, out,
+                                    lambda c0: float(np.abs(c0.astype(float) - counts.astype(float)).sum()))
 
         original_l2 = L2LaplaceMechanism.release
 
         def release_l2(mech, point, source, box, snap=True):
             out = original_l2(mech, point, source, box, snap)
+            value = np.asarray(point, float)
             key = (float(mech.sensitivity), float(mech.epsilon), int(mech.dim), float(mech.scale),
                    np.asarray(box[0], float).tobytes(), np.asarray(box[1], float).tobytes())
-            value = np.asarray(point, float)
-            if not replay:
-                coupling.recorded_means.append((key, value.copy(), out.copy()))
-                return out
-            i, coupling.replayed_means = coupling.replayed_means, coupling.replayed_means + 1
-            if i < len(coupling.recorded_means):
-                key0, value0, out0 = coupling.recorded_means[i]
-                if key0 == key and value0.shape == value.shape and \
-                        float(np.linalg.norm(value0 - value)) <= key[0]:
-                    return out0.copy()
-            coupling.misaligned = True
-            return out
+            return coupling._couple(coupling.recorded_means, "replayed_means", replay, key, value, out,
+                                    lambda v0: float(np.linalg.norm(v0 - value)))
 
         CountCoupling._active = True
         DiscreteLaplaceCounts.release = release

@@ -28,7 +28,9 @@ rows (the affine plan's release, with its own tail histogram); when that histogr
 ``n ε``) the features are used as given and the fit gets the unspent share back; a released centre
 with ``||μ̂|| < 2`` (:data:`~cvxdp.centring.CENTRE_FROM`: features already near 0, where the centred
 domain's longer diameter was measured to cost more than it gains) is not used either.  An array gives
-public reference values (units, never the training data) at no cost; ``False`` turns it off.  A
+public reference values (units, never the training data) at no cost; ``False`` turns it off.  Without
+an intercept (``fit_intercept=False``) there is nothing to reparametrize: ``"private"`` is then a no-op
+and reference values are refused.  A
 declared ``G_k`` is read as a bound for the centred rows ``(x − μ, 1)`` (a utility assumption:
 privacy does not rest on it).
 
@@ -267,6 +269,8 @@ class _PrivateLinearModel(BaseEstimator):
             except DataError as exc:
                 raise ParameterError(str(exc)) from exc
         if not self.fit_intercept:
+            if isinstance(mode, str):  # the default: without an intercept there is nothing to reparametrize
+                return None
             raise ParameterError("center_features needs fit_intercept=True: without an intercept, "
                                  "moving the features changes the model rather than its parametrization.")
         if isinstance(mode, str):

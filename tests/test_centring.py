@@ -169,7 +169,6 @@ def test_a_centred_fit_that_sees_no_tail_keeps_the_public_centre():
 @pytest.mark.parametrize(("params", "match"), [
     (dict(center_features="mean"), "center_features must be"),
     (dict(center_features=True), "ambiguous"),
-    (dict(center_features="private", fit_intercept=False), "fit_intercept=True"),
     (dict(center_features=[1.0, 2.0], fit_intercept=False), "fit_intercept=True"),
     (dict(center_features="private", center_features_share=1.0), "center_features_share"),
     (dict(center_features="private", center_features_share=True), "center_features_share"),
@@ -183,6 +182,13 @@ def test_bad_centring_parameters_are_refused_before_a_release(params, match):
     with pytest.raises(ParameterError, match=match):
         PrivateLADRegressor(G_k=6.0, accountant=acc, **params).fit(X, y)
     assert acc.spent == 0.0
+
+
+def test_without_an_intercept_the_default_centring_is_a_no_op():
+    X, y = _uncentred_data(4000)
+    est = PrivateLADRegressor(G_k="auto", radius=5.0, fit_intercept=False, random_state=0).fit(X, y)
+    assert est.center_ledger_ is None and np.array_equal(est.feature_center_, np.zeros(2))
+    assert est.intercept_ == 0.0 and est.ledger_.total_epsilon == 1.0
 
 
 def test_the_accountant_is_charged_once_before_either_release():

@@ -375,8 +375,11 @@ class PrivateProblem:
         """Validate the options, then the loss and solver settings they need (public values only)."""
         structure = self.model.loss.structure
         structured = not isinstance(structure, GenericStructure)
+        centre, radius = self.model.domain.bounding_ball()
         inputs = PublicInputs.from_options(d=self.model.dim, D=self.model.diameter, structured=structured,
-                                           affine=is_affine(structure), **options)
+                                           affine=is_affine(structure),
+                                           box_edge=float(np.max(np.abs(centre))) + 2.0 * float(radius),
+                                           **options)
         if erm is not None and not isinstance(erm, ERMSettings):
             raise ParameterError(f"erm must be a cvxdp.ERMSettings (e.g. ERMSettings(method='conic')) or "
                                  f"None, got {type(erm).__name__}.")

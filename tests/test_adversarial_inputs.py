@@ -67,8 +67,22 @@ def test_epsilon_catalogue(eps):
 
 def test_huge_epsilon_proceeds_with_a_warning():
     with pytest.warns(PrivacyLeakWarning, match="no meaningful privacy"):
-        res = _solve(epsilon=1e300, random_state=None)
+        res = _solve(epsilon=1e6, random_state=None)
     assert np.all(np.isfinite(res.w)) and _model().domain.contains(res.w)
+
+
+@pytest.mark.parametrize("eps", [1e300, 1.7e308])
+def test_an_epsilon_beyond_floating_point_is_refused_at_planning(eps):
+    """Review helper-41: at ε = 1.7·10³⁰⁸ the release grid (≈10⁻³⁰⁸) overflowed ``clamped/Λ`` for points
+    far enough out — one side of a neighbouring pair refused, the other released.  Now a public refusal of
+    the plan (and, as a backstop, of the release before its noise is drawn)."""
+    assert "floating-point-safe" in str(_refused(lambda: _solve(epsilon=eps)))
+    assert "floating-point-safe" in str(_refused(
+        lambda: cvxdp.PrivateProblem(_model()).plan(n=300, epsilon=eps, moment_k=4.0, G_k=5.0)))
+    for cls in (PrivateLADRegressor, PrivateQuantileRegressor):
+        acc = cvxdp.BudgetAccountant(1.7e308)
+        _refused(lambda cls=cls, acc=acc: cls(epsilon=eps, G_k=5.0, random_state=0, accountant=acc).fit(X, Y))
+        assert acc.spent == 0  # the private centring's dry run of the fit's plan refuses before the charge
 
 
 @pytest.mark.parametrize("k", [1.9, -3, float("nan"), float("inf"), 1e9, "4"], ids=repr)

@@ -446,3 +446,41 @@ def test_laplace_scale_covers_the_sensitivity_exactly_and_is_tight(delta, eps):
     below = math.nextafter(s, 0.0)
     assert Fraction(below) * Fraction(eps) < Fraction(delta)  # the smallest such float
     assert laplace_scale(np.array([delta, 2.0]), np.array([eps, 0.5])).tolist() == [s, 4.0]
+
+
+def test_grid_fits_is_exact_at_its_threshold_and_fails_closed():
+    """``grid_fits(s, e)``: ``e + Λ < 2⁵² Λ`` with ``Λ`` the power of two ≥ ``s``; NaN and infinities: no."""
+    from cvxdp.privacy.mechanisms import GRID_BITS, grid_fits
+
+    lam = 2.0 ** -30
+    edge_ok = math.ldexp(lam, GRID_BITS) - 2 * lam  # e + Λ just below 2⁵² Λ
+    assert grid_fits(lam, edge_ok)
+    assert not grid_fits(lam, math.ldexp(lam, GRID_BITS))
+    assert grid_fits(lam * 0.75, edge_ok)  # Λ(0.75·2⁻³⁰) = 2⁻³⁰
+    for bad in ((math.nan, 1.0), (1.0, math.nan), (math.inf, 1.0), (1.0, math.inf), (0.0, 1.0), (1.0, -1.0),
+                (5e-324, 1.0)):
+        assert not grid_fits(*bad)
+    assert grid_fits(5e-324, 0.0)  # the subnormal grid of a box at 0 is still exact
+
+
+def test_a_grid_too_fine_for_the_box_is_refused_before_any_noise():
+    """Review helper-41: with ``Λ`` far below the box's float spacing, ``clamped/Λ`` overflowed for a point
+    far out and not for one near 0 — a data-dependent refusal.  The release now refuses on the box and the
+    scale alone, drawing nothing; within the threshold every snapped release is finite and on the grid."""
+    from cvxdp.privacy.mechanisms import GRID_TOO_FINE
+
+    class NoDraw:
+        def gamma(self, *a):
+            raise AssertionError("noise was drawn")
+
+        unit_vectors = gamma
+
+    mech = L2LaplaceMechanism(1.0, 1e300, 2)  # s = 1e-300
+    for point in (np.zeros(2), np.array([8.0, -8.0])):
+        with pytest.raises(ParameterError, match="floating-point-safe") as info:
+            mech.release(point, NoDraw(), (np.full(2, -10.0), np.full(2, 10.0)))
+        assert str(info.value) == GRID_TOO_FINE
+    fine = L2LaplaceMechanism(1.0, 1e10, 2)  # Λ = 2⁻³³: 10/Λ ≈ 2³⁶ — fits
+    out = fine.release(np.array([8.0, -8.0]), noise_source(0), (np.full(2, -10.0), np.full(2, 10.0)))
+    steps = out / fine.snap_granularity
+    assert np.all(np.isfinite(out)) and np.all(steps == np.round(steps))

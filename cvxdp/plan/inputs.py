@@ -95,6 +95,11 @@ class PublicInputs:
     #: The options given that only the localization algorithms read
     #: (:func:`~cvxdp.plan.auto.localization_options`).
     localization_asked: tuple[str, ...] = ()
+    #: A public bound on ``|coordinate|`` of every release box of Algorithm 2 (``||c||_∞ + 2r`` for the
+    #: domain's bounding ball ``B(c, r)``: a localized ball's centre lies in ``W``, its radius is at most
+    #: ``r`` where it bounds anything), so a grid too fine for floating point is refused at planning,
+    #: before any charge (:func:`~cvxdp.privacy.mechanisms.grid_fits`); ``None``: checked at release only.
+    box_edge: float | None = None
 
     @property
     def auto(self) -> bool:
@@ -126,7 +131,7 @@ class PublicInputs:
                      lambda_scale: float | None = None, lambda_growth: float | None = None,
                      max_phases: int | None = None, lam: float | None = None,
                      boosting_groups: int | None = None, n: int | None = None,
-                     affine: bool = False) -> PublicInputs:
+                     affine: bool = False, box_edge: float | None = None) -> PublicInputs:
         """Validate the options of :meth:`PrivateProblem.solve <cvxdp.problem.PrivateProblem.solve>`.
 
         ``d``, ``D``, ``structured`` (whether the loss has per-example Lipschitz constants) and
@@ -231,7 +236,8 @@ class PublicInputs:
                      max_phases=max_phases, lam=lam, boosting_groups=boosting_groups,
                      structured=bool(structured), declared_tail_range=tail_range is not None,
                      tail_share_given=tail_share_given, affine=bool(affine),
-                     localization_asked=tuple(asked))
+                     localization_asked=tuple(asked),
+                     box_edge=None if box_edge is None else float(box_edge))
         return inputs if n is None else inputs.with_n(n)
 
     def with_n(self, n: int) -> PublicInputs:

@@ -46,7 +46,7 @@ from cvxdp.plan.schedule import (
 from cvxdp.plan.tail_models import CombinedTail
 from cvxdp.privacy.clipped_mean import MIN_CLIP
 from cvxdp.privacy.ledger import budget_remainder
-from cvxdp.privacy.mechanisms import DiscreteLaplaceCounts, snap_granularity
+from cvxdp.privacy.mechanisms import GRID_TOO_FINE, DiscreteLaplaceCounts, grid_fits, snap_granularity
 from cvxdp.privacy.tail import TailProfile, histogram_bins
 
 ALGORITHM_NAMES = {
@@ -304,6 +304,8 @@ class Planner:
                       gradient.C + float(snap_granularity(gradient.noise_scale)))
             if not (all(math.isfinite(v) and v > 0 for v in values) and gradient.C >= MIN_CLIP):
                 raise ParameterError(_NOT_FINITE)
+            if not grid_fits(gradient.noise_scale, gradient.box):  # an ε so large its grid is below floats
+                raise ParameterError(GRID_TOO_FINE)
             return ReleasePlan(inputs=inp, tail=tail_plan, epsilon_fit=eps_fit, G_k=float(G_k),
                                G_2=float(G_2), schedule=None, batches=(), provisional=False,
                                profile_name=profile.name, fallback=fallback, gradient=gradient)
@@ -319,7 +321,7 @@ class Planner:
             raise
         except (ZeroDivisionError, OverflowError, ValueError) as exc:  # ValueError: math.log of 0
             raise ParameterError(_NOT_FINITE) from exc
-        _require_finite(batches)
+        _require_finite(batches, inp.box_edge)
         return ReleasePlan(inputs=inp, tail=tail_plan, epsilon_fit=eps_fit, G_k=float(G_k), G_2=float(G_2),
                            schedule=schedule, batches=batches, provisional=provisional,
                            profile_name=profile.name, fallback=fallback)
@@ -403,8 +405,10 @@ _NOT_FINITE = ("the plan has a constant that is not a finite positive number (th
                "the loss), a smaller moment_k or a public G_k.")
 
 
-def _require_finite(batches: tuple[BatchPlan, ...]) -> None:
-    """Fail closed before any charge of the fit: every constant of every round finite and positive.
+def _require_finite(batches: tuple[BatchPlan, ...], box_edge: float | None = None) -> None:
+    """Fail closed before any charge of the fit: every constant of every round finite and positive, and
+    (given the public ``box_edge`` of :class:`~cvxdp.plan.inputs.PublicInputs`) every release's grid
+    coarser than the floats of its box (:func:`~cvxdp.privacy.mechanisms.grid_fits`).
 
     A function of the plan (public inputs and the released histogram), so the refusal is too.
     """
@@ -413,6 +417,8 @@ def _require_finite(batches: tuple[BatchPlan, ...]) -> None:
             values = (r.C, r.alpha, r.sensitivity, r.noise_scale, r.radius_plus, r.epsilon, r.lam)
             if not all(math.isfinite(v) and v > 0 for v in values):
                 raise ParameterError(_NOT_FINITE)
+            if box_edge is not None and not grid_fits(r.noise_scale, box_edge):
+                raise ParameterError(GRID_TOO_FINE)
 
 
 def _split_sizes(total: int, parts: int) -> list[int]:

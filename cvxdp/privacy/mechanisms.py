@@ -166,14 +166,23 @@ class L2LaplaceMechanism:
         float spacing of every possible sum) removes that channel; every later
         step (projection onto ``W``) is post-processing.  The snap moves the
         point by at most ``√d Λ/2 ≤ √d s``, which the radii of Algorithm 2 account for.
+
+        "Far coarser" is checked, not assumed: :func:`grid_fits` refuses, before any noise is drawn,
+        a grid finer than ``2⁻⁵²`` of the widened box (a public decision).  Without it an absurd ``ε``
+        (``10³⁰⁸``: scale ``10⁻³⁰⁸``, found by review helper-41) made ``clamped/Λ`` overflow for points
+        far enough out and not for others — a refusal on one side of a neighbouring pair only.
         """
         lo, hi = np.asarray(box[0], dtype=float), np.asarray(box[1], dtype=float)
         if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(lo <= hi)):
             raise ParameterError("the release box must be finite with low <= high.")
+        lam = self.snap_granularity
+        # public (the box, the scale), before any noise: a grid finer than the floats of the box would
+        # overflow ``clamped/Λ`` or snap nothing — and then whether it did would depend on the point
+        if snap and not grid_fits(self.scale, max(float(np.max(np.abs(lo))), float(np.max(np.abs(hi))))):
+            raise ParameterError(GRID_TOO_FINE)
         noisy = self.perturb(point, source)  # refuses a non-finite point or noise
         if not snap:
             return noisy
-        lam = self.snap_granularity
         clamped = np.clip(noisy, lo - lam, hi + lam)
         return np.round(clamped / lam) * lam
 
@@ -251,6 +260,30 @@ def _product_error(a, b, p):
     return ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 
+#: ``Λ`` must be at least ``2^-GRID_BITS`` of the farthest point of the widened release box.
+GRID_BITS = 52
+
+GRID_TOO_FINE = ("ε is too large for a floating-point-safe release: the grid the release is snapped to "
+                 "(spacing the power of two at or above the noise scale) would be finer than floating point "
+                 "resolves across the release box; nothing was released. Lower ε (the noise is then below "
+                 "the float spacing of the domain anyway) or rescale the domain toward 0.")
+
+
+def grid_fits(scale: float, edge: float) -> bool:
+    """Whether snapping to ``Λ Z`` (``Λ`` = :func:`snap_granularity` of ``scale``) is exact on ``[−e, e]``,
+    ``e = edge + Λ`` (the box widened by ``Λ``): ``e < 2^52 Λ``, so ``x/Λ`` is finite and exact, every
+    multiple ``kΛ`` there is a float, and the grid is coarser than the float spacing of every point of the
+    box (the floating-point defence of :meth:`L2LaplaceMechanism.release`).  Public: a function of the
+    noise scale and the box only.  NaN and infinities: ``False``.
+    """
+    scale, edge = float(scale), float(edge)
+    if not (math.isfinite(scale) and scale > 0 and math.isfinite(edge) and edge >= 0):
+        return False
+    lam = float(snap_granularity(scale))
+    reach = edge + lam
+    return math.isfinite(lam) and math.isfinite(reach) and reach < math.ldexp(lam, GRID_BITS)
+
+
 def snap_granularity(scale):
     """The smallest power of two ``Λ ≥ scale`` (an exact float; ``scale`` must be > 0).  Works on arrays."""
     mant, expo = np.frexp(np.asarray(scale, float))
@@ -258,4 +291,5 @@ def snap_granularity(scale):
     return float(out) if np.ndim(out) == 0 else out
 
 
-__all__ = ["DiscreteLaplaceCounts", "L2LaplaceMechanism", "Mechanism", "laplace_scale", "snap_granularity"]
+__all__ = ["GRID_BITS", "GRID_TOO_FINE", "DiscreteLaplaceCounts", "L2LaplaceMechanism", "Mechanism",
+           "grid_fits", "laplace_scale", "snap_granularity"]

@@ -110,6 +110,26 @@ def uncentred(v: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray, float]:
     return coef, float(v[-1] - float(np.dot(np.asarray(mu, float), coef)))
 
 
+def _mean_model(p: int):
+    """The affine model whose one release is the rows' clipped noisy mean: ``⟨x, u⟩`` on the unit ball."""
+    from cvxdp import losses
+    from cvxdp.model import Model
+
+    u = cp.Variable(p)
+    return Model(losses.affine(u), [cp.norm(u, 2) <= 1.0])
+
+
+def feature_mean_plan(n: int, p: int, *, epsilon: float, moment_k: float) -> object:
+    """The dry run of :func:`private_feature_mean` for ``n`` rows of ``p`` features: its
+    :class:`~cvxdp.plan.planner.ReleasePlan` (provisional: ``G_k`` comes from the histogram), or the
+    same :class:`~cvxdp.error.ParameterError` the release would raise — public inputs only, so the
+    estimators check it before they charge an accountant."""
+    from cvxdp.problem import PrivateProblem
+
+    return PrivateProblem(_mean_model(p)).plan(n=n, epsilon=epsilon, moment_k=moment_k, G_k="auto",
+                                               algorithm="mean-gradient")
+
+
 def private_feature_mean(X: np.ndarray, *, epsilon: float, moment_k: float, random_state: object = None,
                          accountant: object = None) -> tuple[np.ndarray | None, PrivacyLedger]:
     """An ε-DP mean of the rows of ``X`` (``n × p``), or ``None`` when no scale was seen; and its ledger.
@@ -120,13 +140,10 @@ def private_feature_mean(X: np.ndarray, *, epsilon: float, moment_k: float, rand
     ``epsilon``).  ``random_state`` is a noise source (or seed) shared with what follows, so a
     seeded fit stays reproducible; ``accountant`` is charged ``epsilon``.
     """
-    from cvxdp import losses
-    from cvxdp.model import Model
     from cvxdp.problem import PrivateProblem
 
     X = np.asarray(X, float)
-    u = cp.Variable(X.shape[1])
-    model = Model(losses.affine(u), [cp.norm(u, 2) <= 1.0])
+    model = _mean_model(X.shape[1])
     with warnings.catch_warnings():
         # "the histogram saw nothing" speaks of a fit releasing its centre; here it means no centring,
         # which the caller reads off the ``None`` (the same release, so no other information)
@@ -137,5 +154,5 @@ def private_feature_mean(X: np.ndarray, *, epsilon: float, moment_k: float, rand
     return result.released_mean, result.ledger
 
 
-__all__ = ["CENTRE_FROM", "MAX_CENTRE_NORM", "centred_design", "centring_map", "private_feature_mean",
-           "uncentred", "usable_centre", "worth_centring"]
+__all__ = ["CENTRE_FROM", "MAX_CENTRE_NORM", "centred_design", "centring_map", "feature_mean_plan",
+           "private_feature_mean", "uncentred", "usable_centre", "worth_centring"]

@@ -63,6 +63,7 @@ from cvxdp.centring import (
     MAX_CENTRE_NORM,
     centred_design,
     centring_map,
+    feature_mean_plan,
     private_feature_mean,
     uncentred,
     usable_centre,
@@ -74,7 +75,7 @@ from cvxdp.numerics import row_dot
 from cvxdp.privacy.accountant import BudgetAccountant
 from cvxdp.privacy.ledger import budget_remainder
 from cvxdp.privacy.random import noise_source
-from cvxdp.problem import PrivateProblem, PrivateResult
+from cvxdp.problem import PrivateProblem, PrivateResult, solver_settings
 
 
 class _PrivateLinearModel(BaseEstimator):
@@ -171,8 +172,9 @@ class _PrivateLinearModel(BaseEstimator):
             )
         if not isinstance(self.fit_intercept, bool | np.bool_):
             raise ParameterError("fit_intercept must be True or False.")
-        if not isinstance(self.diagnostics, bool | np.bool_):
-            raise ParameterError("diagnostics must be True or False.")
+        if not isinstance(self.diagnostics, bool | np.bool_) or not isinstance(self.progress, bool | np.bool_):
+            raise ParameterError("diagnostics and progress must be True or False.")
+        solver_settings(None, self.solver, False)  # the solver's name: refused before any charge
         positive_finite("radius", self.radius)
         self._check_params()
         centring = self._centring_mode()
@@ -199,6 +201,7 @@ class _PrivateLinearModel(BaseEstimator):
                 n=X.shape[0], epsilon=epsilon, moment_k=self.moment_k, G_k=self.G_k, G_2=self.G_2,
                 algorithm=self.algorithm, profile=self.profile, delta=self.delta, tail_share=self.tail_share,
                 tail_range=self.tail_range)
+            feature_mean_plan(X.shape[0], X.shape[1], epsilon=share, moment_k=self.moment_k)
             # one noise stream for both releases: a seeded fit stays reproducible, and the second
             # release continues the stream rather than drawing the first one's noise again
             random_state = noise_source(self.random_state)

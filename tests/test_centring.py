@@ -184,6 +184,20 @@ def test_bad_centring_parameters_are_refused_before_a_release(params, match):
     assert acc.spent == 0.0
 
 
+@pytest.mark.parametrize("params", [
+    dict(solver="foo"), dict(progress="yes"), dict(center_features_share=1e-300),
+    dict(center_features_share=5e-324), dict(epsilon=5e-9),
+], ids=repr)
+def test_every_public_input_of_both_releases_is_checked_before_the_charge(params):
+    """Review helper-41: the solver's name, ``progress``, and the centring's own share (an ε too small for
+    its histogram) were refused only after the whole ε was charged.  Now each is refused before."""
+    X, y = _uncentred_data(100)
+    acc = cvxdp.BudgetAccountant(1.0)
+    with pytest.raises(ParameterError):
+        PrivateLADRegressor(**{"G_k": 6.0, "accountant": acc, "random_state": 0, **params}).fit(X, y)
+    assert acc.spent == 0.0 and acc.history == []
+
+
 def test_without_an_intercept_the_default_centring_is_a_no_op():
     X, y = _uncentred_data(4000)
     est = PrivateLADRegressor(G_k="auto", radius=5.0, fit_intercept=False, random_state=0).fit(X, y)

@@ -243,7 +243,13 @@ class Planner:
         if inp.histogram_share <= 0:
             return None
         low, high = inp.tail_grid
-        return TailReleasePlan(epsilon=inp.tail_epsilon, low=low, high=high)
+        plan = TailReleasePlan(epsilon=inp.tail_epsilon, low=low, high=high)
+        try:  # the count mechanism's own checks, at planning: a public refusal before any charge
+            plan.mechanism()
+        except ParameterError as exc:
+            raise ParameterError(f"the private tail histogram's share of ε ({plan.epsilon:g}) cannot be "
+                                 f"released: {exc} Raise epsilon or tail_share.") from None
+        return plan
 
     def plan(self, tail: TailProfile | None = None) -> ReleasePlan:
         """The plan given the released ``tail`` (``None``: before the release, or when there is none).

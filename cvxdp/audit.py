@@ -766,7 +766,11 @@ class CountCoupling:
                 distance: Callable[[np.ndarray], float]) -> np.ndarray:
         """Side 0: keep ``(key, value, out)`` in ``log``.  Side 1: hand back side 0's release number
         ``counter`` where the mechanism agrees (``key``, whose first entry is its sensitivity) and the
-        inputs lie within it (``distance`` to side 0's input); otherwise keep ``out`` and mark the run."""
+        inputs lie within it (``distance`` to side 0's input); otherwise keep ``out`` and mark the run.
+
+        The coupling argues in real arithmetic, so it cannot see a floating-point failure of one side's
+        own draw (an overflow in the snapping, review helper-41): a side-1 draw that is finite where side
+        0's release was not, or the reverse, marks the run too."""
         if not replay:
             log.append((key, value.copy(), out.copy()))
             return out
@@ -774,7 +778,8 @@ class CountCoupling:
         setattr(self, counter, i + 1)
         if i < len(log):
             key0, value0, out0 = log[i]
-            if key0 == key and value0.shape == value.shape and distance(value0) <= key[0]:
+            same_kind = bool(np.all(np.isfinite(out0))) == bool(np.all(np.isfinite(out)))
+            if key0 == key and value0.shape == value.shape and distance(value0) <= key[0] and same_kind:
                 return out0.copy()
         self.misaligned = True
         return out

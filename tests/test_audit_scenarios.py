@@ -324,6 +324,29 @@ def test_mean_coupling_hands_side_one_the_released_point_within_the_sensitivity(
         assert L2LaplaceMechanism.release is original
 
 
+def test_mean_coupling_marks_a_side_whose_own_draw_failed_in_floating_point(monkeypatch):
+    """Review helper-41: the coupling argues in real arithmetic, so handing side 1 side 0's finished point
+    hid a snapping overflow on side 1 only.  A side-1 draw whose finiteness differs from side 0's release
+    marks the run misaligned (here a release stand-in that overflows for points beyond 1.2)."""
+    from cvxdp.audit import CountCoupling
+    from cvxdp.privacy.mechanisms import L2LaplaceMechanism
+
+    honest = L2LaplaceMechanism.release
+
+    def overflowing(mech, point, source, box, snap=True):
+        out = honest(mech, point, source, box, snap)
+        return np.full_like(out, np.inf) if point[0] > 1.2 else out
+
+    monkeypatch.setattr(L2LaplaceMechanism, "release", overflowing)
+    mech, box = L2LaplaceMechanism(0.5, 1.0, 2), (np.full(2, -10.0), np.full(2, 10.0))
+    for shift, fails in ((0.1, False), (0.4, True)):  # both within Δ = 0.5 of side 0's point
+        coupling = CountCoupling(means=True)
+        for side in (0, 1):
+            with (coupling.recording() if side == 0 else coupling.replaying()):
+                mech.release(np.array([1.0 + side * shift, 2.0]), SeededRandom(side), box)
+        assert coupling.misaligned is fails
+
+
 def test_a_centre_read_off_the_raw_rows_is_caught_by_the_coupled_runs(monkeypatch):
     """Power of the centring scenarios: a "private" mean that is the exact mean of the rows moves every
     centred row between the two sides, so the fit's histograms differ beyond one count and the coupled

@@ -172,7 +172,7 @@ class _PrivateLinearModel(BaseEstimator):
             )
         if not isinstance(self.fit_intercept, bool | np.bool_):
             raise ParameterError("fit_intercept must be True or False.")
-        if not isinstance(self.diagnostics, bool | np.bool_) or not isinstance(self.progress, bool | np.bool_):
+        if not all(isinstance(v, bool | np.bool_) for v in (self.diagnostics, self.progress)):
             raise ParameterError("diagnostics and progress must be True or False.")
         solver_settings(None, self.solver, False)  # the solver's name: refused before any charge
         positive_finite("radius", self.radius)

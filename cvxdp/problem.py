@@ -55,6 +55,7 @@ from cvxdp.plan.profiles import Profile
 from cvxdp.plan.schedule import PhaseSchedule
 from cvxdp.privacy.accountant import BudgetAccountant
 from cvxdp.privacy.ledger import PrivacyLedger
+from cvxdp.privacy.mechanisms import release_box_edge
 from cvxdp.privacy.random import noise_source
 from cvxdp.run.blas import DEFAULT_THREADS, limited_blas
 from cvxdp.run.executor import Executor, get_executor
@@ -378,7 +379,7 @@ class PrivateProblem:
         centre, radius = self.model.domain.bounding_ball()
         inputs = PublicInputs.from_options(d=self.model.dim, D=self.model.diameter, structured=structured,
                                            affine=is_affine(structure),
-                                           box_edge=float(np.max(np.abs(centre))) + 2.0 * float(radius),
+                                           box_edge=release_box_edge(centre, radius),
                                            **options)
         if erm is not None and not isinstance(erm, ERMSettings):
             raise ParameterError(f"erm must be a cvxdp.ERMSettings (e.g. ERMSettings(method='conic')) or "

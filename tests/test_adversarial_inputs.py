@@ -71,6 +71,22 @@ def test_huge_epsilon_proceeds_with_a_warning():
     assert np.all(np.isfinite(res.w)) and _model().domain.contains(res.w)
 
 
+def test_a_domain_far_from_zero_plans_and_fits_at_ordinary_epsilon():
+    """Review helper-42: with the grid checked in absolute coordinates a ball of radius 1 at 10¹² was
+    refused from ε ≈ 0.5 at n = 10⁵; released in a frame at the box (``release_frame``) the threshold no
+    longer depends on where the domain sits."""
+    w = cp.Variable(3)
+    far = cvxdp.Model(cvxdp.losses.absolute(w), [cp.norm(w - 1e12, 2) <= 1])
+    near = cvxdp.Model(cvxdp.losses.absolute(w), [cp.norm(w, 2) <= 1])
+    for n, eps in ((10**5, 1.0), (10**7, 100.0), (10**3, 1e9)):
+        for model in (far, near):
+            cvxdp.PrivateProblem(model).plan(n=n, epsilon=eps, moment_k=4.0, G_k=5.0)
+    moderate = cvxdp.Model(cvxdp.losses.absolute(w), [cp.norm(w - 1e6, 2) <= 1])
+    res = cvxdp.PrivateProblem(moderate).solve({"x": X, "y": Y + 3e6}, epsilon=10.0, moment_k=4.0, G_k=5.0,
+                                              random_state=0)
+    assert np.all(np.isfinite(res.w)) and np.linalg.norm(res.w - 1e6) <= 1 + 1e-6
+
+
 @pytest.mark.parametrize("eps", [1e300, 1.7e308])
 def test_an_epsilon_beyond_floating_point_is_refused_at_planning(eps):
     """Review helper-41: at ε = 1.7·10³⁰⁸ the release grid (≈10⁻³⁰⁸) overflowed ``clamped/Λ`` for points

@@ -186,11 +186,12 @@ def test_bad_centring_parameters_are_refused_before_a_release(params, match):
 
 @pytest.mark.parametrize("params", [
     dict(solver="foo"), dict(progress="yes"), dict(center_features_share=1e-300),
-    dict(center_features_share=5e-324), dict(epsilon=5e-9),
+    dict(center_features_share=5e-324), dict(epsilon=5e-9), dict(epsilon=1.2e14, center_features_share=0.99),
 ], ids=repr)
 def test_every_public_input_of_both_releases_is_checked_before_the_charge(params):
     """Review helper-41: the solver's name, ``progress``, and the centring's own share (an ε too small for
-    its histogram) were refused only after the whole ε was charged.  Now each is refused before."""
+    its histogram) were refused only after the whole ε was charged; helper-42: so was a centring ε whose
+    release grid is too fine for any clip level.  Now each is refused before."""
     X, y = _uncentred_data(100)
     acc = cvxdp.BudgetAccountant(1.0)
     with pytest.raises(ParameterError):

@@ -95,10 +95,10 @@ class PublicInputs:
     #: The options given that only the localization algorithms read
     #: (:func:`~cvxdp.plan.auto.localization_options`).
     localization_asked: tuple[str, ...] = ()
-    #: A public bound on ``|coordinate|`` of every release box of Algorithm 2 (``||c||_∞ + 2r`` for the
-    #: domain's bounding ball ``B(c, r)``: a localized ball's centre lies in ``W``, its radius is at most
-    #: ``r`` where it bounds anything), so a grid too fine for floating point is refused at planning,
-    #: before any charge (:func:`~cvxdp.privacy.mechanisms.grid_fits`); ``None``: checked at release only.
+    #: A public bound on the reach of every release box of Algorithm 2 in its release frame
+    #: (:func:`~cvxdp.privacy.mechanisms.release_box_edge` of the domain's bounding ball), so a grid too
+    #: fine for floating point is refused at planning, before the fit's charges
+    #: (:func:`~cvxdp.privacy.mechanisms.grid_fits`); ``None``: checked at release only.
     box_edge: float | None = None
 
     @property

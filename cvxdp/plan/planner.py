@@ -46,7 +46,13 @@ from cvxdp.plan.schedule import (
 from cvxdp.plan.tail_models import CombinedTail
 from cvxdp.privacy.clipped_mean import MIN_CLIP
 from cvxdp.privacy.ledger import budget_remainder
-from cvxdp.privacy.mechanisms import GRID_TOO_FINE, DiscreteLaplaceCounts, grid_fits, snap_granularity
+from cvxdp.privacy.mechanisms import (
+    GRID_BITS,
+    GRID_TOO_FINE,
+    DiscreteLaplaceCounts,
+    grid_fits,
+    snap_granularity,
+)
 from cvxdp.privacy.tail import TailProfile, histogram_bins
 
 ALGORITHM_NAMES = {
@@ -294,6 +300,11 @@ class Planner:
                 G_2 = min(G_2, G_k) if G_2 is not None else tail.moment(2.0)
             profile = profile.with_tail(CombinedTail(tail, inp.moment_k, G_k))
         if isinstance(G_k, str):  # "auto" before the release: nothing numeric to plan yet
+            # but the affine plan's grid can be checked for every C: its scale s ≥ 2C/(nε) puts the box
+            # ±C within nε/2 grid steps of 0, so below 2⁵² the release's check passes whatever C is
+            if inp.algorithm == "mean-gradient" and not inp.n * eps_fit / 2.0 * (1.0 + 2.0**-40) + 1.0 \
+                    < 2.0**GRID_BITS:
+                raise ParameterError(GRID_TOO_FINE)
             return ReleasePlan(inputs=inp, tail=tail_plan, epsilon_fit=eps_fit, G_k=math.nan, G_2=math.nan,
                                schedule=None, batches=(), provisional=True, profile_name=profile.name)
         G_2 = G_k if G_2 is None else min(G_2, G_k)

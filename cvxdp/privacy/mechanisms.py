@@ -155,7 +155,7 @@ class L2LaplaceMechanism:
 
     def release(self, point: np.ndarray, source: NoiseSource, box: tuple[np.ndarray, np.ndarray],
                 snap: bool = True) -> np.ndarray:
-        """``point + b``, clamped to ``box`` widened by ``Λ`` and snapped to the grid ``Λ Z^d``.
+        """``point + b``, clamped to ``box`` widened by ``Λ`` and snapped to the grid ``o + Λ Z^d``.
 
         Floating-point defence (Mironov 2012, *On significance of the least
         significant bits for differential privacy*): a float sum ``x + b`` can
@@ -164,27 +164,66 @@ class L2LaplaceMechanism:
         ``Λ ≥ s`` — a power of two, so the rounding is exact — and clamping to a
         public box first (bounded exponents, so the grid is far coarser than the
         float spacing of every possible sum) removes that channel; every later
-        step (projection onto ``W``) is post-processing.  The snap moves the
+        step (adding ``o`` back, the projection onto ``W``) is post-processing.  The snap moves the
         point by at most ``√d Λ/2 ≤ √d s``, which the radii of Algorithm 2 account for.
 
+        The frame.  The sum is formed in coordinates centred near the box, ``x − o`` for the public
+        origin ``o`` of :func:`release_frame` (``0`` unless the box lies far from 0), so "far coarser"
+        holds wherever the domain sits: the box is at most ``9`` half-widths from ``o``.  The point is
+        first clamped to the box (1-Lipschitz, a no-op for the points the callers release: each lies in
+        its box), and ``x − o`` is then exact (Sterbenz), so the sensitivity is that of ``x``.
+
         "Far coarser" is checked, not assumed: :func:`grid_fits` refuses, before any noise is drawn,
-        a grid finer than ``2⁻⁵²`` of the widened box (a public decision).  Without it an absurd ``ε``
-        (``10³⁰⁸``: scale ``10⁻³⁰⁸``, found by review helper-41) made ``clamped/Λ`` overflow for points
-        far enough out and not for others — a refusal on one side of a neighbouring pair only.
+        a grid finer than ``2⁻⁵²`` of the widened box in that frame (a public decision).  Without it
+        an absurd ``ε`` (``10³⁰⁸``: scale ``10⁻³⁰⁸``, found by review helper-41) made ``(x + b)/Λ``
+        overflow for points far enough out and not for others — a refusal on one side of a
+        neighbouring pair only.  The snapped point lies within ``1.5Λ`` of the box.
         """
         lo, hi = np.asarray(box[0], dtype=float), np.asarray(box[1], dtype=float)
         if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(lo <= hi)):
             raise ParameterError("the release box must be finite with low <= high.")
-        lam = self.snap_granularity
-        # public (the box, the scale), before any noise: a grid finer than the floats of the box would
-        # overflow ``clamped/Λ`` or snap nothing — and then whether it did would depend on the point
-        if snap and not grid_fits(self.scale, max(float(np.max(np.abs(lo))), float(np.max(np.abs(hi))))):
-            raise ParameterError(GRID_TOO_FINE)
-        noisy = self.perturb(point, source)  # refuses a non-finite point or noise
         if not snap:
-            return noisy
-        clamped = np.clip(noisy, lo - lam, hi + lam)
-        return np.round(clamped / lam) * lam
+            return self.perturb(point, source)  # refuses a non-finite point or noise
+        origin, edge = release_frame(lo, hi)
+        # public (the box, the scale), before any noise: a grid finer than the floats of the box would
+        # overflow the division or snap nothing — and then whether it did would depend on the point
+        if not grid_fits(self.scale, edge):
+            raise ParameterError(GRID_TOO_FINE)
+        lam = self.snap_granularity
+        with np.errstate(invalid="ignore"):  # NaN passes np.clip; perturb refuses it before any noise
+            inner = np.clip(np.asarray(point, dtype=float), lo, hi) - origin  # exact: see release_frame
+        noisy = self.perturb(inner, source)  # refuses a non-finite point or noise
+        clamped = np.clip(noisy, (lo - origin) - lam, (hi - origin) + lam)
+        return origin + np.round(clamped / lam) * lam
+
+
+#: A box coordinate whose centre lies beyond this many half-widths from 0 is released in a frame
+#: centred near it (:func:`release_frame`).
+FRAME_FAR = 8.0
+
+
+def release_frame(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, float]:
+    """The public origin ``o`` of a release in the box ``[lo, hi]`` and its reach ``max|[lo, hi] − o|``.
+
+    With ``c = lo/2 + hi/2``, ``r`` the largest half-width and ``q`` the smallest power of two ``≥ r``:
+    ``o_j = q·round(c_j/q)`` where ``|c_j| > 8r``, ``0`` elsewhere.  On a far coordinate every point of
+    the box and ``o_j`` lie within ``r`` of ``c_j`` (``|c_j − o_j| ≤ q/2 < r``), so their ratio is within
+    ``[7/9, 9/7]`` and their difference is exact (Sterbenz's lemma) — the release's ``x − o`` changes
+    nothing a neighbour could see — and the reach is below ``2r``; elsewhere it is at most ``9r``.
+    A function of the box only.
+    """
+    lo, hi = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
+    c = lo / 2.0 + hi / 2.0  # halves first: no overflow at the ends of the float range
+    r = float(np.max(hi / 2.0 - lo / 2.0)) if lo.size else 0.0
+    origin = np.zeros_like(c)
+    if r > 0.0 and math.isfinite(r):
+        far = np.abs(c) > FRAME_FAR * r
+        if np.any(far):
+            q = math.ldexp(1.0, math.frexp(r)[1] - (1 if math.frexp(r)[0] == 0.5 else 0))
+            origin = np.where(far, np.round(c / q) * q, 0.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        reach = float(np.max(np.maximum(np.abs(lo - origin), np.abs(hi - origin)))) if lo.size else 0.0
+    return origin, reach
 
 
 @dataclass(frozen=True)
@@ -269,6 +308,21 @@ GRID_TOO_FINE = ("ε is too large for a floating-point-safe release: the grid th
                  "the float spacing of the domain anyway) or rescale the domain toward 0.")
 
 
+def release_box_edge(centre: np.ndarray, radius: float) -> float:
+    """A public bound on the reach (:func:`release_frame`) of every release box of a fit on a domain
+    with bounding ball ``B(c, r)``: ``min(||c||_∞ + 2r, 9r)``, with a little room for rounding.
+
+    Every release box of Algorithm 2 is the bounding box of its round's set: ``W``'s own, or that of a
+    localization ball of radius at most ``r`` centred in ``W`` — so its centre is within ``||c||_∞ + r``
+    of 0 and its half-width at most ``r``, and its reach at most the smaller of the two bounds above.
+    """
+    centre = np.asarray(centre, dtype=float)
+    r = float(radius)
+    with np.errstate(over="ignore"):
+        bound = min(float(np.max(np.abs(centre))) + 2.0 * r, (FRAME_FAR + 1.0) * r) if centre.size else 0.0
+    return bound * (1.0 + 2.0**-40)
+
+
 def grid_fits(scale: float, edge: float) -> bool:
     """Whether snapping to ``Λ Z`` (``Λ`` = :func:`snap_granularity` of ``scale``) is exact on ``[−e, e]``,
     ``e = edge + Λ`` (the box widened by ``Λ``): ``e < 2^52 Λ``, so ``x/Λ`` is finite and exact, every
@@ -279,7 +333,8 @@ def grid_fits(scale: float, edge: float) -> bool:
     scale, edge = float(scale), float(edge)
     if not (math.isfinite(scale) and scale > 0 and math.isfinite(edge) and edge >= 0):
         return False
-    lam = float(snap_granularity(scale))
+    with np.errstate(over="ignore"):  # a scale above 2¹⁰²³ has no finite power of two above it
+        lam = float(snap_granularity(scale))
     reach = edge + lam
     return math.isfinite(lam) and math.isfinite(reach) and reach < math.ldexp(lam, GRID_BITS)
 
@@ -291,5 +346,5 @@ def snap_granularity(scale):
     return float(out) if np.ndim(out) == 0 else out
 
 
-__all__ = ["GRID_BITS", "GRID_TOO_FINE", "DiscreteLaplaceCounts", "L2LaplaceMechanism", "Mechanism",
-           "grid_fits", "laplace_scale", "snap_granularity"]
+__all__ = ["FRAME_FAR", "GRID_BITS", "GRID_TOO_FINE", "DiscreteLaplaceCounts", "L2LaplaceMechanism",
+           "Mechanism", "grid_fits", "laplace_scale", "release_box_edge", "release_frame", "snap_granularity"]

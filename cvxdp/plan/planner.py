@@ -224,8 +224,8 @@ class ReleasePlan:
         lines.append("  legend: ε the release's privacy cost; Δ its ℓ2 sensitivity; s the ℓ2-Laplace "
                      "noise scale (s ≥ Δ/ε); α the certified optimization accuracy; R the diameter bound "
                      "of the round's set U; R⁺ the radius of the next round's ball. Released weights (the "
-                     "affine plan: its mean) lie on a grid of spacing the power of two ≥ s (a floating-point "
-                     "defence; see SECURITY.md).")
+                     "affine plan: its mean) are snapped to a grid of spacing the power of two ≥ s, in a "
+                     "public frame at the domain's box (a floating-point defence; see SECURITY.md).")
         return "\n".join(lines)
 
     @property

@@ -540,3 +540,43 @@ def test_a_box_far_from_zero_is_released_in_its_frame():
     snap_a = np.array([mech.release(a, SeededRandom(i), (lo, hi)) for i in range(1000)])
     snap_b = np.array([mech.release(b, SeededRandom(i), (lo, hi)) for i in range(1000)])
     assert np.mean(np.any(snap_a != snap_b, axis=1)) <= 0.002
+
+
+@pytest.mark.parametrize("centre,radius", [
+    ([1e12, 1e12, 1e12], 5e-5),  # the box collapses onto its centre (r below half its float spacing)
+    ([1e300, 0.0], 1e-10),  # c/q beyond the float range on the far coordinate
+    ([1e12, 9.77e-4], 6.1066e-5),  # rounding doubles the computed half-width
+    ([0.0, 0.0], 2.0), ([-3e6, 5.0], 0.5), ([1e-300, -2e-300], 1e-310),
+])
+def test_the_planner_checks_the_very_box_the_release_will(centre, radius):
+    """Review helper-43: a bound ``min(||c||_∞ + 2r, 9r)`` fell below the reach the release computes at
+    the float edges (a collapsed box, an overflowing ``c/q``, a rounded half-width), so a plan could pass
+    and its release refuse after the charge.  The planner now computes the release's own frame; a
+    coordinate too far out to round to a multiple of ``q`` (or a collapsed box) is its own origin."""
+    from cvxdp.privacy.mechanisms import release_box_edge, release_frame
+
+    c = np.array(centre)
+    origin, reach = release_frame(c - radius, c + radius)
+    assert release_box_edge(c, radius) == reach and np.isfinite(reach)
+    assert np.all(np.isfinite(origin))
+    for x in (c - radius, c + radius, c):
+        inside = np.clip(x, c - radius, c + radius)
+        exact = [Fraction(float(a)) - Fraction(float(b)) for a, b in zip(inside, origin, strict=True)]
+        assert [Fraction(float(v)) for v in inside - origin] == exact
+
+
+def test_the_release_refuses_a_bad_point_before_clamping_and_a_box_at_the_float_range_end():
+    """Review helper-43: the clamp mapped ±inf into the box (released instead of refused) and broadcast a
+    point of another shape; both are refused before any noise again.  A box whose released point could
+    overflow (the top of the float range, a coarse grid) is refused on the box and the scale alone."""
+    from cvxdp.error import CertificationError
+
+    mech, box = L2LaplaceMechanism(1.0, 1.0, 2), (np.full(2, -1.0), np.full(2, 1.0))
+    with pytest.raises(CertificationError):
+        mech.release(np.array([np.inf, 0.0]), SeededRandom(0), box)
+    with pytest.raises(ValueError):
+        mech.release(np.array([0.0]), SeededRandom(0), box)
+    top = np.finfo(float).max
+    coarse = L2LaplaceMechanism(1.0, 1.0, 2, scale=2.0**970)
+    with pytest.raises(ParameterError, match="end of the float range"):
+        coarse.release(np.full(2, top - 1e300), SeededRandom(0), (np.full(2, top - 1e300), np.full(2, top)))

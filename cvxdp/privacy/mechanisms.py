@@ -141,12 +141,17 @@ class L2LaplaceMechanism:
 
     def perturb(self, point: np.ndarray, source: NoiseSource) -> np.ndarray:
         """``point + b`` for one draw ``b`` (no floating-point protection; see :meth:`release`)."""
+        return self._checked(point) + self.sample(source, 1)[0]
+
+    def _checked(self, point: np.ndarray) -> np.ndarray:
+        """The point as a float ``d``-vector, refused before any noise if it has another shape or is not
+        finite (only a bug upstream gives either)."""
         point = np.asarray(point, dtype=float)
         if point.shape != (self.dim,):
             raise ValueError(f"point must have shape ({self.dim},), got {point.shape}")
         if not np.all(np.isfinite(point)):  # before any noise is drawn
             raise CertificationError("the point to release is not finite; nothing was released.")
-        return point + self.sample(source, 1)[0]
+        return point
 
     @property
     def snap_granularity(self) -> float:
@@ -184,15 +189,18 @@ class L2LaplaceMechanism:
             raise ParameterError("the release box must be finite with low <= high.")
         if not snap:
             return self.perturb(point, source)  # refuses a non-finite point or noise
-        origin, edge = release_frame(lo, hi)
+        origin, reach = release_frame(lo, hi)
         # public (the box, the scale), before any noise: a grid finer than the floats of the box would
         # overflow the division or snap nothing — and then whether it did would depend on the point
-        if not grid_fits(self.scale, edge):
+        if not grid_fits(self.scale, reach):
             raise ParameterError(GRID_TOO_FINE)
         lam = self.snap_granularity
-        with np.errstate(invalid="ignore"):  # NaN passes np.clip; perturb refuses it before any noise
-            inner = np.clip(np.asarray(point, dtype=float), lo, hi) - origin  # exact: see release_frame
-        noisy = self.perturb(inner, source)  # refuses a non-finite point or noise
+        with np.errstate(over="ignore"):
+            if not np.all(np.isfinite(np.abs(origin) + (reach + 2.0 * lam))):  # public, like the check above
+                raise ParameterError("the release box lies at the end of the float range, where the released "
+                                     "point could overflow; nothing was released. Rescale the domain.")
+        inner = np.clip(self._checked(point), lo, hi) - origin  # exact: see release_frame
+        noisy = self.perturb(inner, source)  # refuses a non-finite noise draw
         clamped = np.clip(noisy, (lo - origin) - lam, (hi - origin) + lam)
         return origin + np.round(clamped / lam) * lam
 
@@ -216,11 +224,17 @@ def release_frame(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, float]:
     c = lo / 2.0 + hi / 2.0  # halves first: no overflow at the ends of the float range
     r = float(np.max(hi / 2.0 - lo / 2.0)) if lo.size else 0.0
     origin = np.zeros_like(c)
-    if r > 0.0 and math.isfinite(r):
+    if r == 0.0:  # a box of single points (a radius below the float spacing of its centre): its own frame
+        origin = c.copy()
+    elif math.isfinite(r):
         far = np.abs(c) > FRAME_FAR * r
         if np.any(far):
             q = math.ldexp(1.0, math.frexp(r)[1] - (1 if math.frexp(r)[0] == 0.5 else 0))
-            origin = np.where(far, np.round(c / q) * q, 0.0)
+            with np.errstate(over="ignore", invalid="ignore"):
+                steps = c / q
+            # a coordinate 2⁵² steps out (or beyond the float range in steps) is a multiple of q already
+            coarse = ~np.isfinite(steps) | (np.abs(steps) >= 2.0**GRID_BITS)
+            origin = np.where(far, np.where(coarse, c, np.round(np.where(coarse, 0.0, steps)) * q), 0.0)
     with np.errstate(over="ignore", invalid="ignore"):
         reach = float(np.max(np.maximum(np.abs(lo - origin), np.abs(hi - origin)))) if lo.size else 0.0
     return origin, reach
@@ -309,18 +323,13 @@ GRID_TOO_FINE = ("ε is too large for a floating-point-safe release: the grid th
 
 
 def release_box_edge(centre: np.ndarray, radius: float) -> float:
-    """A public bound on the reach (:func:`release_frame`) of every release box of a fit on a domain
-    with bounding ball ``B(c, r)``: ``min(||c||_∞ + 2r, 9r)``, with a little room for rounding.
-
-    Every release box of Algorithm 2 is the bounding box of its round's set: ``W``'s own, or that of a
-    localization ball of radius at most ``r`` centred in ``W`` — so its centre is within ``||c||_∞ + r``
-    of 0 and its half-width at most ``r``, and its reach at most the smaller of the two bounds above.
-    """
+    """The reach (:func:`release_frame`) of the release box ``(c − r, c + r)`` of a fit on a domain with
+    bounding ball ``B(c, r)``: every round of Algorithm 2 releases in ``W``'s own box
+    (:func:`cvxdp.run.release.release_point` reads the model's domain, which translation and partitioning
+    keep), so the planner checks the very box the release will — computed the same way."""
     centre = np.asarray(centre, dtype=float)
-    r = float(radius)
-    with np.errstate(over="ignore"):
-        bound = min(float(np.max(np.abs(centre))) + 2.0 * r, (FRAME_FAR + 1.0) * r) if centre.size else 0.0
-    return bound * (1.0 + 2.0**-40)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return release_frame(centre - radius, centre + radius)[1]
 
 
 def grid_fits(scale: float, edge: float) -> bool:
@@ -336,7 +345,9 @@ def grid_fits(scale: float, edge: float) -> bool:
     with np.errstate(over="ignore"):  # a scale above 2¹⁰²³ has no finite power of two above it
         lam = float(snap_granularity(scale))
     reach = edge + lam
-    return math.isfinite(lam) and math.isfinite(reach) and reach < math.ldexp(lam, GRID_BITS)
+    if not (math.isfinite(lam) and math.isfinite(reach) and math.isfinite(2.0 * reach)):
+        return False
+    return reach / lam < 2.0**GRID_BITS  # Λ a power of two: the quotient is exact (or overflows: False)
 
 
 def snap_granularity(scale):

@@ -352,10 +352,11 @@ def _without_lone_noise(kept: np.ndarray, noisy: np.ndarray, strict: float) -> n
     Why.  At level ``β`` a bin holding no example clears its threshold with probability about
     ``β/(J + 2)``, so over the ``J + 2`` bins a fit keeps one spurious count about ``β`` of the time — and
     a spurious count far up the grid (``10⁷`` on the default grid to ``10¹⁰``) sets the ``k``-th moment
-    by itself: measured on CPSSW8's LAD at full size (``ε_h = 0.09``, ``β = 0.1``), 1.3% of releases
-    estimated ``G₄`` at ``10⁶–10⁷`` instead of 1.67, and those fits released the domain's centre
-    (excess test loss 1.1–1.4 against a median of 0.0005).  Such a count exceeds its threshold by an
-    exponential amount of about one noise scale, so it stands alone: no kept bin within
+    by itself: on four large data sets (``benchmarks/bench_tail_spurious.py``, ``β = 0.1``) 0.9–2.3% of
+    releases estimated ``G₄`` above 10× the median release's (CPSSW8's LAD at full size: ``10⁶–10⁷``
+    instead of 1.67), and such fits release about the domain's centre (there, an excess test loss of
+    1.1–1.4 against a median of 0.0005); with the rule none of 4,000 did.  Such a count exceeds its
+    threshold by an exponential amount of about one noise scale, so it stands alone: no kept bin within
     :data:`LONE_BIN_GAP` bins.  A lone bin other than the fullest must clear ``strict`` (the threshold
     at :data:`LONE_BIN_BETA` times the level's failure probability, about ``7`` noise scales more):
     a spurious one then survives about ``10⁻³β`` of the time, while a real cluster a few noise scales

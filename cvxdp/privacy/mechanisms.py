@@ -217,8 +217,10 @@ def release_frame(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, float]:
     ``o_j = q·round(c_j/q)`` where ``|c_j| > 8r``, ``0`` elsewhere.  On a far coordinate every point of
     the box and ``o_j`` lie within ``r`` of ``c_j`` (``|c_j − o_j| ≤ q/2 < r``), so their ratio is within
     ``[7/9, 9/7]`` and their difference is exact (Sterbenz's lemma) — the release's ``x − o`` changes
-    nothing a neighbour could see — and the reach is below ``2r``; elsewhere it is at most ``9r``.
-    A function of the box only.
+    nothing a neighbour could see — and the reach is below ``2r``; elsewhere it is at most ``9r``.  At the
+    float edges (review helper-43) a far coordinate ``2⁵²`` steps of ``q`` out (or beyond the float range
+    in steps) takes ``o_j = c_j``, already a multiple of ``q``, and a box of single points (``r = 0``: a
+    radius below the float spacing of its centre) is its own frame.  A function of the box only.
     """
     lo, hi = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
     c = lo / 2.0 + hi / 2.0  # halves first: no overflow at the ends of the float range

@@ -553,12 +553,25 @@ def test_the_planner_checks_the_very_box_the_release_will(centre, radius):
     the float edges (a collapsed box, an overflowing ``c/q``, a rounded half-width), so a plan could pass
     and its release refuse after the charge.  The planner now computes the release's own frame; a
     coordinate too far out to round to a multiple of ``q`` (or a collapsed box) is its own origin."""
-    from cvxdp.privacy.mechanisms import release_box_edge, release_frame
+    from cvxdp.privacy.mechanisms import grid_fits, release_box_edge, release_frame
 
     c = np.array(centre)
-    origin, reach = release_frame(c - radius, c + radius)
-    assert release_box_edge(c, radius) == reach and np.isfinite(reach)
-    assert np.all(np.isfinite(origin))
+    origin, _ = release_frame(c - radius, c + radius)
+    edge = release_box_edge(c, radius)
+    assert np.isfinite(edge) and np.all(np.isfinite(origin))
+    # what the planner passes, the release passes: the finest scale the plan accepts at this edge (and one
+    # far coarser) releases on the box (c − r, c + r) release_point uses, finite and within 1.5Λ of it
+    finest = max(edge, 2.0**-1000) * 2.0**-48
+    assert grid_fits(finest, edge)
+    if edge > 2.0**-1000:  # a scale 2⁸ finer is refused (below that the subnormal grid bottoms out)
+        assert not grid_fits(finest * 2.0**-8, edge)
+    for scale in (finest, 1.0):
+        mech = L2LaplaceMechanism(scale, 1.0, c.size, scale=scale)
+        out = mech.release(c, SeededRandom(0), (c - radius, c + radius))
+        lam = mech.snap_granularity
+        assert np.all(np.isfinite(out))
+        assert np.all(out >= (c - radius) - 1.5 * lam - np.spacing(np.abs(c)))
+        assert np.all(out <= (c + radius) + 1.5 * lam + np.spacing(np.abs(c)))
     for x in (c - radius, c + radius, c):
         inside = np.clip(x, c - radius, c + radius)
         exact = [Fraction(float(a)) - Fraction(float(b)) for a, b in zip(inside, origin, strict=True)]

@@ -366,12 +366,11 @@ def _without_lone_noise(kept: np.ndarray, noisy: np.ndarray, strict: float) -> n
     positive = np.flatnonzero(kept > 0)
     if positive.size <= 1:
         return kept
-    fullest = positive[np.argmax(noisy[positive])]
+    gaps = np.diff(positive)  # sorted: a bin's nearest kept neighbours are the adjacent entries
+    lone = (np.r_[np.inf, gaps] > LONE_BIN_GAP) & (np.r_[gaps, np.inf] > LONE_BIN_GAP)
+    lone[np.argmax(noisy[positive])] = False  # the fullest bin stays
     out = kept.copy()
-    for j in positive:
-        lone = not np.any((np.abs(positive - j) <= LONE_BIN_GAP) & (positive != j))
-        if lone and j != fullest and noisy[j] < strict:
-            out[j] = 0.0
+    out[positive[lone & (noisy[positive] < strict)]] = 0.0
     return out
 
 

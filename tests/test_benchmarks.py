@@ -169,6 +169,18 @@ def test_large_real_benchmark_quick(capsys):
     assert "cvxdp/best baseline" in capsys.readouterr().out
 
 
+def test_the_real_protocol_draws_its_noise_apart_from_the_split():
+    """The split comes from ``default_rng(seed)``; the noise seed is spawned from it, so the noise
+    stream does not replay the split's bits (it did when both used the same integer)."""
+    bench = _load("bench_utility")
+    seeds = [bench.real_noise_seed(s) for s in range(50)]
+    assert seeds == [bench.real_noise_seed(s) for s in range(50)]  # reproducible
+    assert len(set(seeds)) == 50 and all(0 <= t < 2**63 for t in seeds)
+    for s, t in enumerate(seeds):
+        split, noise = np.random.default_rng(s).random(64), np.random.default_rng(t).random(64)
+        assert t != s and not np.any(split == noise)
+
+
 def test_a_methods_rerun_replaces_only_those_methods_figures():
     """``bench_utility --methods``: the rerun methods' figures (and a lower-bound cell's bound) replace
     the kept ones cell by cell; every other method's stay; a rerun cell with no counterpart refuses."""

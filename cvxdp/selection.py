@@ -247,8 +247,10 @@ def private_selection(model: Model, data: Mapping, *, epsilon: float, candidates
     argument; :func:`selection_plan` gives the plan without data.
     """
     from cvxdp.baselines import clipped_output_perturbation
+    from cvxdp.baselines.output_perturbation import clipped_plan
     from cvxdp.baselines.tuning import output_perturbation_rule
     from cvxdp.problem import PrivateProblem, warn_if_debug_log
+    from cvxdp.run.release import release_box
 
     if score_C is None:
         score_C = G_2 if G_2 is not None else (G_k if isinstance(G_k, int | float) else None)
@@ -264,17 +266,25 @@ def private_selection(model: Model, data: Mapping, *, epsilon: float, candidates
         if cand.kind == "fit":
             PrivateProblem(model).plan(n=examples.m, epsilon=plan.fit_epsilon,
                                        **{"moment_k": moment_k, "G_k": G_k, "G_2": G_2, **cand.options})
+    D, d, n = model.diameter, model.dim, examples.m
+    g2 = G_2 if G_2 is not None else (G_k if isinstance(G_k, int | float) else score_C)
     source = noise_source(random_state)
     mech = plan.score_mechanism()
+    box = (np.array([-plan.score_bound]), np.array([plan.score_bound]))
+    # the releases' public grid checks, before the charge: a refusal must not wait for the trial drawing it
+    mech.check_box(box)
+    for cand in plan.candidates:
+        if cand.kind == "clipped-output-perturbation":
+            rule = output_perturbation_rule(n, d, plan.fit_epsilon, D, g2)
+            clipped_plan(model, n, epsilon=plan.fit_epsilon, C=cand.options.get("C", rule["C"]),
+                         lam=cand.options.get("lam", rule["lam"])).mechanism().check_box(
+                release_box(model.domain))
     ledger = PrivacyLedger(examples.m, plan.epsilon)
     ledger.charge(3.0 * plan.trial_epsilon, np.arange(examples.m), mechanism=MECHANISM_LABEL, batch="all",
                   sensitivity=plan.score_sensitivity, noise_scale=mech.scale,
                   note=f"{len(plan.candidates)} candidates, γ = {plan.stop_probability}")
     with np.errstate(all="ignore"):
         reference_values = model.loss.values(plan.reference, examples)
-    box = (np.array([-plan.score_bound]), np.array([plan.score_bound]))
-    D, d, n = model.diameter, model.dim, examples.m
-    g2 = G_2 if G_2 is not None else (G_k if isinstance(G_k, int | float) else score_C)
 
     def trial(fit_source: NoiseSource) -> tuple[np.ndarray, Candidate, object]:
         cand = plan.candidates[source.randbelow(len(plan.candidates))]

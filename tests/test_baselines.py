@@ -438,3 +438,32 @@ def test_noisy_gd_mean_moves_by_at_most_its_sensitivity_in_exact_arithmetic():
         assert gap2 <= Fraction(gd_sensitivity(C, n)) ** 2
         rows = clip_rows(G0, C)
         assert all(sum(Fraction(float(t)) ** 2 for t in row) <= Fraction(C) ** 2 for row in rows)
+
+
+def test_a_release_the_grid_would_refuse_is_refused_before_the_solve_and_the_charge(monkeypatch):
+    """At an absurd ε the release grid is finer than floating point resolves across ``W``'s box (a public
+    refusal, :func:`~cvxdp.privacy.mechanisms.grid_fits`).  The baselines decide it from the scale and the
+    box alone, before any gradient, solve or charge — the refusal used to come after the ERM solve."""
+    import cvxdp.baselines.noisy_gd as gd_module
+    import cvxdp.run.release as release_module
+    from cvxdp.error import ParameterError
+    from cvxdp.privacy.ledger import PrivacyLedger
+    from cvxdp.privacy.mechanisms import GRID_TOO_FINE
+
+    def untouched(*_a, **_k):
+        raise AssertionError("the data were read before a public refusal")
+
+    task, model = _lad(n=200)
+    data = {"x": task.X_train, "y": task.y_train}
+    monkeypatch.setattr(release_module, "solve_certified", untouched)
+    monkeypatch.setattr(gd_module, "loss_subgradients", untouched)
+    monkeypatch.setattr(PrivacyLedger, "charge", untouched)
+    with pytest.raises(ParameterError) as info:
+        clipped_output_perturbation(model, data, epsilon=1e22, C=1.0, lam=1.0, random_state=0)
+    assert str(info.value) == GRID_TOO_FINE
+    with pytest.raises(ParameterError) as info:
+        noisy_clipped_gd(model, data, epsilon=1e22, C=1.0, steps=3, random_state=0)
+    assert str(info.value) == GRID_TOO_FINE
+    monkeypatch.undo()
+    assert np.all(np.isfinite(clipped_output_perturbation(model, data, epsilon=1e6, C=1.0, lam=1.0,
+                                                          random_state=0).w))

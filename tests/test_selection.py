@@ -237,3 +237,19 @@ def test_fits_and_the_baseline_run_as_candidates():
     assert res.candidate.name in {"cvxdp", "clipped OP", "good"}
     assert res.ledger.spent <= 1.0
     assert isinstance(cvxdp.private_selection, type(private_selection))
+
+
+def test_a_grid_refusal_comes_before_the_selection_is_charged(monkeypatch):
+    """The clipped-OP candidate's release and the score's are checked against their public grids before
+    the charge and before any trial: a refusal must not wait for the trial that happens to draw it."""
+    from cvxdp.privacy.ledger import PrivacyLedger
+    from cvxdp.privacy.mechanisms import GRID_TOO_FINE
+
+    def charged(*_a, **_k):
+        raise AssertionError("charged before a public refusal")
+
+    monkeypatch.setattr(PrivacyLedger, "charge", charged)
+    with pytest.raises(ParameterError) as info:
+        private_selection(_lad(), _data(50), epsilon=1e22, score_C=1.0, random_state=0,
+                          candidates=[Candidate("op", "clipped-output-perturbation"), PRIORS[0]])
+    assert str(info.value) == GRID_TOO_FINE

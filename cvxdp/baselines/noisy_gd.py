@@ -65,6 +65,7 @@ def noisy_clipped_gd(model: Model, data: Mapping, *, epsilon: float, C: float, s
     w = W.make_feasible(W.interior_point())
     total = np.zeros(d)
     box = (np.full(d, -C), np.full(d, C))  # the clipped mean gradient lies in this public box
+    mech.check_box(box)  # public: a release the grid would refuse is refused before any charge
     for t in range(T):
         grads = loss_subgradients(examples, np.broadcast_to(w, (n, d)))
         clipped = clip_rows(grads, C)

@@ -26,7 +26,7 @@ from cvxdp.plan.profiles import RoundPlan, certifiable_accuracy, output_sensitiv
 from cvxdp.privacy.ledger import PrivacyLedger
 from cvxdp.privacy.mechanisms import laplace_scale
 from cvxdp.privacy.random import noise_source
-from cvxdp.run.release import charge_round, release_round
+from cvxdp.run.release import charge_round, release_box, release_round
 
 
 @dataclass
@@ -65,6 +65,7 @@ def clipped_output_perturbation(model: Model, data: Mapping, *, epsilon: float, 
     source = noise_source(random_state)
     problem = clipped_problem(model, examples, C=C, lam=lam)
     plan = clipped_plan(model, examples.m, epsilon=eps, C=C, lam=lam, accuracy_share=accuracy_share)
+    plan.mechanism().check_box(release_box(model.domain))  # public: refuse before the charge and the solve
     ledger = PrivacyLedger(examples.m, eps)
     entry = charge_round(ledger, plan, np.arange(examples.m), batch="all",
                          mechanism="clipped output perturbation", note=f"C={plan.C:.3g}, λ={lam:.3g}")

@@ -184,25 +184,44 @@ class L2LaplaceMechanism:
         overflow for points far enough out and not for others — a refusal on one side of a
         neighbouring pair only.  The snapped point lies within ``1.5Λ`` of the box.
         """
-        lo, hi = np.asarray(box[0], dtype=float), np.asarray(box[1], dtype=float)
-        if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(lo <= hi)):
-            raise ParameterError("the release box must be finite with low <= high.")
         if not snap:
+            self._box(box)
             return self.perturb(point, source)  # refuses a non-finite point or noise
-        origin, reach = release_frame(lo, hi)
-        # public (the box, the scale), before any noise: a grid finer than the floats of the box would
-        # overflow the division or snap nothing — and then whether it did would depend on the point
-        if not grid_fits(self.scale, reach):
-            raise ParameterError(GRID_TOO_FINE)
+        lo, hi, origin = self.check_box(box)
         lam = self.snap_granularity
-        with np.errstate(over="ignore"):
-            if not np.all(np.isfinite(np.abs(origin) + (reach + 2.0 * lam))):  # public, like the check above
-                raise ParameterError("the release box lies at the end of the float range, where the released "
-                                     "point could overflow; nothing was released. Rescale the domain.")
         inner = np.clip(self._checked(point), lo, hi) - origin  # exact: see release_frame
         noisy = self.perturb(inner, source)  # refuses a non-finite noise draw
         clamped = np.clip(noisy, (lo - origin) - lam, (hi - origin) + lam)
         return origin + np.round(clamped / lam) * lam
+
+
+    @staticmethod
+    def _box(box: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        lo, hi = np.asarray(box[0], dtype=float), np.asarray(box[1], dtype=float)
+        if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)) and np.all(lo <= hi)):
+            raise ParameterError("the release box must be finite with low <= high.")
+        return lo, hi
+
+    def check_box(self, box: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every check a snapped :meth:`release` in ``box`` makes before it reads the point; returns
+        ``(lo, hi, o)`` with ``o`` the frame's origin (:func:`release_frame`).
+
+        Public — a function of the box and the scale only — so a caller runs it before its charge and
+        its solve (:func:`cvxdp.run.release.release_round`, the baselines, private selection), and a
+        refusal costs neither budget nor a solve; :meth:`release` runs it again.  Refuses a box that is
+        not finite, a grid finer than floating point resolves across the box (:func:`grid_fits`: then
+        whether the division overflowed would depend on the point) and a box at the end of the float
+        range, where the released point itself could overflow.
+        """
+        lo, hi = self._box(box)
+        origin, reach = release_frame(lo, hi)
+        if not grid_fits(self.scale, reach):
+            raise ParameterError(GRID_TOO_FINE)
+        with np.errstate(over="ignore"):
+            if not np.all(np.isfinite(np.abs(origin) + (reach + 2.0 * self.snap_granularity))):
+                raise ParameterError("the release box lies at the end of the float range, where the released "
+                                     "point could overflow; nothing was released. Rescale the domain.")
+        return lo, hi, origin
 
 
 #: A box coordinate whose centre lies beyond this many half-widths from 0 is released in a frame

@@ -34,7 +34,7 @@ from cvxdp.geometry import Domain
 from cvxdp.plan.planner import BatchPlan, ReleasePlan
 from cvxdp.plan.profiles import RoundPlan
 from cvxdp.privacy.ledger import LedgerEntry, PrivacyLedger
-from cvxdp.privacy.mechanisms import Mechanism
+from cvxdp.privacy.mechanisms import L2LaplaceMechanism
 from cvxdp.privacy.random import NoiseSource
 
 MECHANISM_LABEL = "localized output perturbation"
@@ -105,7 +105,7 @@ def charge_plan(ledger: PrivacyLedger, plan: ReleasePlan,
 
 
 def release_round(problem: RegularizedERM, plan: RoundPlan, *, charge: Charge, source: NoiseSource,
-                  erm: ERMSettings | None = None, mechanism: Mechanism | None = None,
+                  erm: ERMSettings | None = None, mechanism: L2LaplaceMechanism | None = None,
                   minimizer: Callable | None = None, snap: bool = True) -> tuple[np.ndarray, ERMCertificate]:
     """Run Algorithm 2 on ``problem`` (its ``region`` is ``U``, its ``C`` and ``λ`` the plan's).
 
@@ -114,7 +114,9 @@ def release_round(problem: RegularizedERM, plan: RoundPlan, *, charge: Charge, s
     ``s·ε ≥ Δ`` in exact arithmetic for the ``ε`` it charged — and the problem must be the one the
     plan's sensitivity was computed for (its ``C``, ``λ``, ``m`` and dimension).  A charge used in a
     worker process is marked there, on the worker's copy; the runners hand each charge to one job.
-    Any mismatch is refused before the solve and before any noise.  ``mechanism`` defaults to the
+    Any mismatch is refused before the solve and before any noise, and so is a release the grid check
+    would refuse (:meth:`~cvxdp.privacy.mechanisms.L2LaplaceMechanism.check_box`: the scale and ``W``'s
+    box only, public).  ``mechanism`` defaults to the
     plan's (:meth:`RoundPlan.mechanism`);
     ``minimizer`` (default :func:`~cvxdp.erm.solver.solve_certified`) may be a memo of it on the same
     problem — the audit's cache.  Returns the released point and the certificate (a diagnostic).
@@ -131,6 +133,8 @@ def release_round(problem: RegularizedERM, plan: RoundPlan, *, charge: Charge, s
         raise PrivacyBudgetError("the ledger entry of this release does not cover it (used already, another "
                                  "batch, another mechanism, or a problem its plan was not made for); nothing "
                                  "was released.")
+    if snap:  # public (the scale, W's box): a release that would be refused is refused before the solve
+        mech.check_box(release_box(problem.model.domain))
     charge.used = True
     solve = solve_certified if minimizer is None else minimizer
     w_tilde, cert = solve(problem, plan.alpha, erm)
@@ -158,7 +162,14 @@ def release_memoized(problem: RegularizedERM, plan: RoundPlan, solved: tuple[np.
     return w
 
 
-def release_point(w_tilde: np.ndarray, mechanism: Mechanism, domain: Domain,
+def release_box(domain: Domain) -> tuple[np.ndarray, np.ndarray]:
+    """The public box every release onto ``domain`` is clamped and snapped in: ``W``'s bounding ball's
+    box ``(c − r, c + r)`` (:func:`~cvxdp.privacy.mechanisms.release_box_edge` is its reach)."""
+    c, r = domain.bounding_ball()
+    return c - r, c + r
+
+
+def release_point(w_tilde: np.ndarray, mechanism: L2LaplaceMechanism, domain: Domain,
                   source: NoiseSource, snap: bool = True) -> np.ndarray:
     """Step 3 of Algorithm 2: noise, snapping to ``Λ Z^d`` in a box around ``W``, projection onto ``W``.
 
@@ -167,8 +178,7 @@ def release_point(w_tilde: np.ndarray, mechanism: Mechanism, domain: Domain,
     the projected point is checked once more — a function of the noisy release alone, so that
     check is post-processing.
     """
-    c, r = domain.bounding_ball()
-    noisy = mechanism.release(w_tilde, source, (c - r, c + r), snap=snap)
+    noisy = mechanism.release(w_tilde, source, release_box(domain), snap=snap)
     out = domain.make_feasible(domain.project(noisy))
     if not np.all(np.isfinite(out)):
         raise CertificationError("the projection of the noisy point onto W is not finite; nothing was "
@@ -176,5 +186,5 @@ def release_point(w_tilde: np.ndarray, mechanism: Mechanism, domain: Domain,
     return out
 
 
-__all__ = ["Charge", "LocalizationStep", "charge_plan", "charge_round", "release_memoized", "release_point",
-           "release_round"]
+__all__ = ["Charge", "LocalizationStep", "charge_plan", "charge_round", "release_box", "release_memoized",
+           "release_point", "release_round"]

@@ -467,3 +467,18 @@ def test_a_release_the_grid_would_refuse_is_refused_before_the_solve_and_the_cha
     monkeypatch.undo()
     assert np.all(np.isfinite(clipped_output_perturbation(model, data, epsilon=1e6, C=1.0, lam=1.0,
                                                           random_state=0).w))
+
+
+def test_clipped_output_perturbation_solves_a_domain_far_from_zero():
+    """Review helper-44: the extension's ball ``U`` grew with ``||c||``, so it held 0 and was never
+    translated; on a ball of radius 10⁻³ at (10¹², −3·10¹²) the certified solve failed after the charge.
+    ``U`` is now centred on ``W`` and the problem is solved in a public frame at ``c``."""
+    c, r = np.array([1e12, -3e12]), 1e-3
+    w = cp.Variable(2)
+    model = cvxdp.Model(cvxdp.losses.absolute(w), [cp.norm(w - c, 2) <= r])
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 2))
+    data = {"x": X, "y": X @ c + 0.1 * rng.standard_normal(60)}
+    for d in (data, {"x": np.vstack([X[:-1], [1e6, -1e6]]), "y": np.r_[data["y"][:-1], -1e7]}):
+        res = clipped_output_perturbation(model, d, epsilon=1.0, C=1.0, lam=1.0, random_state=0)
+        assert model.domain.contains(res.w, tol=1e-9) and res.ledger.spent == 1.0

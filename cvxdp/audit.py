@@ -566,6 +566,29 @@ def objective_perturbation_fit(model: Callable[[], Model], **kwargs: object) -> 
     return make
 
 
+def clipped_output_perturbation_fit(model: Callable[[], Model], **kwargs: object) -> Callable[[], Fit]:
+    """A factory of fitters: the clipped-output-perturbation baseline on ``model()`` (what is observed:
+    the point, the result's ``params`` and the ledger)."""
+    from cvxdp.baselines import clipped_output_perturbation
+
+    def make() -> Fit:
+        m = model()
+        cache = ERMCache()
+
+        def fit(data: dict, source: NoiseSource) -> Release:
+            with cache:
+                res = clipped_output_perturbation(m, data, random_state=source, **kwargs)
+            ledger = [(e.mechanism, e.batch, e.n_examples, e.epsilon, e.sensitivity, e.noise_scale)
+                      for e in res.ledger.entries]
+            public = {"params": dict(res.params), "ledger": ledger}
+            return Release(np.asarray(res.w, float), dict(public), public)
+
+        fit.cache = cache  # type: ignore[attr-defined]
+        return fit
+
+    return make
+
+
 def selection_fit(model: Callable[[], Model], candidates: Sequence, **kwargs: object) -> Callable[[], Fit]:
     """A factory of fitters: :func:`cvxdp.selection.private_selection` of ``candidates`` on ``model()``.
 
@@ -1084,6 +1107,25 @@ def _logistic_remote_pair() -> tuple[dict, dict]:
     y = np.sign(X @ np.ones(3) + 0.1 * rng.standard_normal(150))
     X0, y0 = X.copy(), y.copy()
     X0[-1], y0[-1] = 1e12 * np.array([1.0, -1.0, 0.5]), -1.0
+    return {"x": X0, "y": y0}, {"x": X, "y": y}
+
+
+def _lad_far_ball_model() -> Model:
+    from cvxdp import losses
+
+    w = cp.Variable(2)
+    return Model(losses.absolute(w), [cp.norm(w - np.array([1e12, -3e12]), 2) <= 1e-3])
+
+
+def _far_ball_row_pair() -> tuple[dict, dict]:
+    """LAD rows near ``w = (10¹², −3·10¹²)``; ``data_0``'s last row is replaced by ``x = 10⁶ (1, −1)``,
+    ``y = −10⁷`` (review helper-44: the clipped-OP baseline's extension ball held 0, so the problem was
+    never translated and the certified solve failed after the charge on this domain)."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 2))
+    y = X @ np.array([1e12, -3e12]) + 0.1 * rng.standard_normal(60)
+    X0, y0 = X.copy(), y.copy()
+    X0[-1], y0[-1] = 1e6 * np.array([1.0, -1.0]), -1e7
     return {"x": X0, "y": y0}, {"x": X, "y": y}
 
 
@@ -1836,6 +1878,13 @@ def _register() -> dict[str, Scenario]:
         _huber_label_pair, objective_perturbation_fit(_huber_ball_model, epsilon=1.0, feature_bound=2.0,
                                                       regularization=0.1),
         full_runs=5000, quick_runs=150, coupled_runs=1))
+    # the clipped-OP baseline on a ball far from 0: its problem is solved in a public frame at the ball
+    out.append(Scenario(
+        "lad-far-ball-row-1e6/clipped-output-perturbation",
+        "LAD on a ball of radius 1e-3 at (1e12, -3e12), n=60, one row x=1e6(1,-1), y=-1e7 vs an ordinary "
+        "one: the clipped-output-perturbation baseline (C = 1, λ = 1)",
+        _far_ball_row_pair, clipped_output_perturbation_fit(_lad_far_ball_model, epsilon=1.0, C=1.0, lam=1.0),
+        full_runs=5000, quick_runs=150, coupled_runs=1))
     # a record that stresses the per-row arithmetic: a subnormal feature (a row at d > 8192 cannot be a
     # scenario here -- the fits need n ≥ 2d rows; tests/test_per_example.py checks that width instead)
     out.append(Scenario(
@@ -1923,6 +1972,7 @@ SCENARIOS: dict[str, Scenario] = _register()
 
 
 __all__ = ["NEIGHBOURS", "SCENARIOS", "AuditResult", "ERMCache", "Release", "Scenario", "ScenarioResult",
-           "adapter_fit", "audit", "clopper_pearson", "epsilon_from_counts", "estimator_fit",
-           "extreme_row_pair", "label_pair", "lad_model", "max_affine_pair", "neighbouring_pair",
-           "output_perturbation_mechanism", "run_scenario", "solve_fit", "svm_label_pair"]
+           "adapter_fit", "audit", "clipped_output_perturbation_fit", "clopper_pearson",
+           "epsilon_from_counts", "estimator_fit", "extreme_row_pair", "label_pair", "lad_model",
+           "max_affine_pair", "neighbouring_pair", "output_perturbation_mechanism", "run_scenario",
+           "solve_fit", "svm_label_pair"]

@@ -9,6 +9,8 @@ from fractions import Fraction
 import cvxpy as cp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.signal import fftconvolve
 
 import cvxdp
@@ -406,12 +408,12 @@ def test_a_lone_bin_must_clear_the_strict_threshold_unless_it_is_the_fullest():
     assert np.array_equal(_without_lone_noise(only, only, strict=1e9), only)
 
 
-def _spurious_far_rate(monkeypatch, lone_rule: bool, runs: int) -> float:
+def _spurious_far_rate(monkeypatch, lone_rule: bool, runs: int, moment_bounds=()) -> float:
     """How often a release of a histogram whose examples all sit near 1 keeps mass above 10³."""
     import cvxdp.privacy.tail as tail
 
     if not lone_rule:
-        monkeypatch.setattr(tail, "_without_lone_noise", lambda kept, noisy, strict: kept)
+        monkeypatch.setattr(tail, "_without_lone_noise", lambda kept, *_: kept)
     rng = np.random.default_rng(3)
     X = rng.uniform(0.8, 1.2, size=(4000, 1))
     model = _model(1)
@@ -421,7 +423,7 @@ def _spurious_far_rate(monkeypatch, lone_rule: bool, runs: int) -> float:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UtilityWarning)
             prof = private_tail_profile(model, ex, epsilon=0.05, ledger=PrivacyLedger(4000, 0.05), source=src,
-                                        low=1e-6, high=1e10)
+                                        low=1e-6, high=1e10, moment_bounds=moment_bounds)
         far += bool(np.any(prof.mass[prof.values() > 1e3] > 0))
     monkeypatch.undo()
     return far / runs
@@ -434,6 +436,49 @@ def test_lone_spurious_counts_far_up_the_grid_are_dropped_and_the_test_has_power
     check) the same 600 releases do, several times."""
     assert _spurious_far_rate(monkeypatch, lone_rule=False, runs=600) >= 0.005
     assert _spurious_far_rate(monkeypatch, lone_rule=True, runs=600) == 0.0
+    # a declared bound that holds for these data (G₄ ≤ 1.2) leaves no room far up: still none kept there
+    assert _spurious_far_rate(monkeypatch, lone_rule=True, runs=600, moment_bounds=((4.0, 1.2),)) == 0.0
+
+
+@given(st.integers(1, 60), st.floats(1.0, 8.0), st.floats(0.05, 50.0), st.integers(0, 10_000))
+@settings(max_examples=60, deadline=None)
+def test_room_under_moments_is_markovs_inequality(n_top, k, v, seed):
+    """A bin without room cannot hold ``count`` examples of a sample within the declared moment: whenever
+    the sample's empirical k-th moment is at most ``G^k`` and ``count`` of its values are ≥ ``v``,
+    the bin at ``v`` has room for ``count``."""
+    from cvxdp.privacy.tail import room_under_moments
+
+    rng = np.random.default_rng(seed)
+    A = np.r_[rng.uniform(0, 1, 200), np.full(n_top, v)]
+    G = float(np.mean(A**k) ** (1 / k)) * (1 + 1e-9)  # the sample's own moment: a bound it satisfies
+    count = float(np.sum(A >= v))
+    assert room_under_moments(np.array([v]), count, A.size, ((k, G),))[0]
+    # and the boundary is the closed form count · v^k = n G^k
+    edge = (A.size * G**k / count) ** (1 / k)
+    room = room_under_moments(np.array([edge * 0.999, edge * 1.001]), count, A.size, ((k, G),))
+    assert room.tolist() == [True, False]
+
+
+def test_the_lone_atom_of_a_declared_moment_is_kept():
+    """The lower-bound family's rare atom (``p n = 16 d/ε`` examples at ``p^{-1/k}`` with ``G_k = 1``)
+    clears the ordinary threshold by about a noise scale and never the strict one.  With the declared
+    ``(k, G_k)`` the atom's bin has room for a threshold's worth of examples and is held to the ordinary
+    threshold, so the k-th moment estimate sees it; without the bound (``G_k="auto"``) the rule drops it
+    (the power check)."""
+    n, d, eps, k = 100_000, 10, 0.1, 4.0  # ε: the histogram's share of a fit at ε = 1
+    p = 16 * d / (n * 1.0)
+    atom = p ** (-1 / k)
+    x = np.where(np.arange(n) < round(p * n), atom, 0.0)[:, None]
+    model = _model(1, radius=1.0)
+    ex = model.bind({"x": x, "y": np.zeros(n)})
+    seen = {True: 0, False: 0}
+    for seed in range(20):
+        for declared in (True, False):
+            bounds = ((k, 1.0),) if declared else ()
+            prof = private_tail_profile(model, ex, epsilon=eps, ledger=PrivacyLedger(n, eps),
+                                        source=SeededRandom(seed), moment_bounds=bounds)
+            seen[declared] += bool(prof.moment(k) > 0.3)
+    assert seen[True] >= 17 and seen[False] <= 3, seen
 
 
 def test_a_real_far_cluster_well_above_its_noise_is_kept():

@@ -65,13 +65,19 @@ ALGORITHM_NAMES = {
 
 @dataclass(frozen=True)
 class TailReleasePlan:
-    """The private tail histogram: ``ε``, its public geometric grid, and its count mechanism."""
+    """The private tail histogram: ``ε``, its public geometric grid, and its count mechanism.
+
+    ``moment_bounds``: the fit's declared ``(k, G_k)`` (and ``(2, G₂)`` when given) — empty with
+    ``G_k="auto"``; the lone-bin rule of the counts' post-processing reads them
+    (:func:`~cvxdp.privacy.tail.room_under_moments`).
+    """
 
     epsilon: float
     low: float
     high: float
     bins_per_octave: int = 2
     beta: float = 0.1
+    moment_bounds: tuple[tuple[float, float], ...] = ()
 
     @property
     def bins(self) -> int:
@@ -249,7 +255,10 @@ class Planner:
         if inp.histogram_share <= 0:
             return None
         low, high = inp.tail_grid
-        plan = TailReleasePlan(epsilon=inp.tail_epsilon, low=low, high=high)
+        declared: tuple[tuple[float, float], ...] = ()
+        if not inp.auto:
+            declared = ((inp.moment_k, inp.G_k),) + (() if inp.G_2 is None else ((2.0, inp.G_2),))
+        plan = TailReleasePlan(epsilon=inp.tail_epsilon, low=low, high=high, moment_bounds=declared)
         try:  # the count mechanism's own checks, at planning: a public refusal before any charge
             plan.mechanism()
         except ParameterError as exc:

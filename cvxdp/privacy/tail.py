@@ -177,6 +177,20 @@ class MomentCache:
         return hit
 
 
+def block_upper_values(edges: np.ndarray, block: int) -> np.ndarray:
+    """The upper edge of each block of ``block`` fine bins (:meth:`TailProfile.upper_values`)."""
+    fine = np.concatenate([edges, [2.0 * edges[-1]]])
+    ends = np.minimum(np.arange(block - 1, fine.size + block - 1, block), fine.size - 1)
+    return fine[ends]
+
+
+def block_values(edges: np.ndarray, block: int) -> np.ndarray:
+    """The value of each block's examples: one fine bin ratio below its upper edge
+    (:meth:`TailProfile.values`)."""
+    ratio = float(edges[1] / edges[0]) if edges.size > 1 else 1.0
+    return block_upper_values(edges, block) / ratio
+
+
 @dataclass
 class TailProfile:
     """A private estimate of the law of ``A(z)`` on a geometric grid.
@@ -220,9 +234,7 @@ class TailProfile:
         After coarsening into blocks of ``block`` fine bins, a block's upper edge is the
         upper edge of its last fine bin.
         """
-        fine = np.concatenate([self.edges, [2.0 * self.edges[-1]]])
-        ends = np.minimum(np.arange(self.block - 1, fine.size + self.block - 1, self.block), fine.size - 1)
-        return fine[ends]
+        return block_upper_values(self.edges, self.block)
 
     def values(self) -> np.ndarray:
         """The value the estimates give each bin's examples: one fine bin width below its upper edge.
@@ -257,8 +269,7 @@ class TailProfile:
         randhie 0.0018 → 0.0015 (ε = 1) and 0.0054 → 0.0037 (ε = 0.5).  The geometric midpoint fell
         between the two on most of these and behind both on the high-leverage tail.
         """
-        ratio = float(self.edges[1] / self.edges[0]) if self.edges.size > 1 else 1.0
-        return self.upper_values() / ratio
+        return block_values(self.edges, self.block)
 
     def moment(self, k: float) -> float:
         """``(Σ_b mass_b · v_b^k)^{1/k}`` over the bins' :meth:`values`: the estimate of ``G_k``.
@@ -346,7 +357,26 @@ LONE_BIN_BETA = 1e-3
 LONE_BIN_GAP = 2
 
 
-def _without_lone_noise(kept: np.ndarray, noisy: np.ndarray, strict: float) -> np.ndarray:
+def room_under_moments(values: np.ndarray, count: float, n: int,
+                       moment_bounds: tuple[tuple[float, float], ...]) -> np.ndarray:
+    """Which bins the declared moment bounds leave room for ``count`` examples in: ``count · v^j ≤ n G_j^j``
+    for every declared ``(j, G_j)``, ``v`` the bin's value (below each of its examples' ``A``).
+
+    By Markov's inequality on the sample, ``#{i : A_i ≥ v} ≤ n G_j^j / v^j`` whenever the examples'
+    empirical ``j``-th moment is within the bound, so in a bin without room a count of ``count`` would
+    contradict a declared bound.  Public: a function of the grid, ``n``, the threshold and the
+    declared bounds.  In logarithms (no overflow at ``j = 1000``).
+    """
+    ok = np.ones(values.shape, dtype=bool)
+    with np.errstate(divide="ignore"):
+        log_v = np.log(values)
+        for j, G in moment_bounds:
+            ok &= math.log(count) + j * log_v <= math.log(n) + j * math.log(G)
+    return ok
+
+
+def _without_lone_noise(kept: np.ndarray, noisy: np.ndarray, strict: float,
+                        bounded: np.ndarray | None = None) -> np.ndarray:
     """``kept`` less its *lone* bins that do not clear ``strict``: post-processing of the noisy counts.
 
     Why.  At level ``β`` a bin holding no example clears its threshold with probability about
@@ -362,6 +392,15 @@ def _without_lone_noise(kept: np.ndarray, noisy: np.ndarray, strict: float) -> n
     a spurious one then survives about ``10⁻³β`` of the time, while a real cluster a few noise scales
     above the threshold, or any bin next to others, is kept as before.  What a dropped real cluster
     costs is an underestimate of ``G_k`` — more clipping, never privacy.
+
+    ``bounded`` (optional, public) marks the bins where declared moment bounds leave room for a
+    threshold's worth of examples (:func:`room_under_moments`); a lone bin there is held to the ordinary
+    threshold.  Such a bin, spurious or not, can move the moment estimate by about the declared moment
+    only — the catastrophe the rule guards against needs a count far above what any declared bound
+    allows — while a real lone cluster is exactly what a heavy tail at its declared moment looks like:
+    the lower-bound family's rare atom (``p n = 16 d/ε`` examples at ``p^{−1/k} G_k``) clears the
+    ordinary threshold by about one noise scale and never the strict one; dropping it left Algorithm 1
+    at the domain's centre there (``benchmarks/bench_utility.py``, lower-bound study).
     """
     positive = np.flatnonzero(kept > 0)
     if positive.size <= 1:
@@ -369,6 +408,8 @@ def _without_lone_noise(kept: np.ndarray, noisy: np.ndarray, strict: float) -> n
     gaps = np.diff(positive)  # sorted: a bin's nearest kept neighbours are the adjacent entries
     lone = (np.r_[np.inf, gaps] > LONE_BIN_GAP) & (np.r_[gaps, np.inf] > LONE_BIN_GAP)
     lone[np.argmax(noisy[positive])] = False  # the fullest bin stays
+    if bounded is not None:
+        lone &= ~bounded[positive]
     out = kept.copy()
     out[positive[lone & (noisy[positive] < strict)]] = 0.0
     return out
@@ -414,12 +455,15 @@ def _quiet(function):
 def private_tail_profile(model: Model, examples: Examples, *, epsilon: float, ledger: PrivacyLedger,
                          source: NoiseSource, low: float = 1e-4, high: float = 1e8,
                          bins_per_octave: int = 2, beta: float = 0.1,
-                         indices: np.ndarray | None = None) -> TailProfile:
+                         indices: np.ndarray | None = None,
+                         moment_bounds: tuple[tuple[float, float], ...] = ()) -> TailProfile:
     """ε-DP histogram of ``A(z_i)`` on the public grid ``[low, high]`` (ratio ``2^{1/bins_per_octave}``).
 
     Charges ``epsilon`` to the examples it reads (all by default) before drawing noise.  ``examples``
     may be :class:`~cvxdp.run.partitions.Partitions`: the counts are then made where the rows are
-    (:func:`tail_counts`) and summed here before the noise.
+    (:func:`tail_counts`) and summed here before the noise.  ``moment_bounds``: the declared
+    ``(j, G_j)`` of a fit given public moment bounds; the lone-bin rule reads them
+    (:func:`_without_lone_noise`, post-processing).
     """
     eps = privacy_epsilon(epsilon, warn=False)
     low = positive_finite("low", low)
@@ -431,6 +475,7 @@ def private_tail_profile(model: Model, examples: Examples, *, epsilon: float, le
             or bins_per_octave < 1):
         raise ParameterError(f"bins_per_octave must be a positive integer, got {bins_per_octave!r}.")
     bins_per_octave = int(bins_per_octave)
+    moment_bounds = tuple((float(j), positive_finite("moment bound", G)) for j, G in moment_bounds)
     if not low / 2.0 ** (1.0 / bins_per_octave) > 0.0:
         raise ParameterError(f"low = {low!r} is so small that the value of the histogram's lowest bin (one "
                              "bin ratio below it) underflows to 0; raise low.")
@@ -458,7 +503,9 @@ def private_tail_profile(model: Model, examples: Examples, *, epsilon: float, le
         merged = np.add.reduceat(noisy, np.arange(0, noisy.size, block))
         threshold = sum_laplace_threshold(noise_scale, block, level_beta / merged.size)
         strict = sum_laplace_threshold(noise_scale, block, level_beta * LONE_BIN_BETA / merged.size)
-        kept = _without_lone_noise(np.where(merged >= threshold, merged, 0.0), merged, strict)
+        bounded = (room_under_moments(block_values(edges, block), threshold, n, moment_bounds)
+                   if moment_bounds else None)
+        kept = _without_lone_noise(np.where(merged >= threshold, merged, 0.0), merged, strict, bounded)
         levels.append((kept, block, threshold))
         if kept.sum() >= 0.5 * n or block >= noisy.size:
             break
@@ -504,5 +551,6 @@ def estimate_moment_bound(model: Model, data: dict, *, k: float, epsilon: float,
     return profile.moment(k), profile
 
 
-__all__ = ["MomentCache", "TailProfile", "estimate_moment_bound", "histogram_bins", "lipschitz_constants",
-           "private_tail_profile", "sum_laplace_threshold", "tail_counts", "tail_edges"]
+__all__ = ["MomentCache", "TailProfile", "block_upper_values", "block_values", "estimate_moment_bound",
+           "histogram_bins", "lipschitz_constants", "private_tail_profile", "room_under_moments",
+           "sum_laplace_threshold", "tail_counts", "tail_edges"]

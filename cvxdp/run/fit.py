@@ -58,7 +58,8 @@ def run_fit(model: Model, examples: Examples | Partitions, planner: Planner, *, 
     if tail_plan is not None:
         tail = private_tail_profile(model, examples, epsilon=tail_plan.epsilon, ledger=ledger,
                                     source=source, low=tail_plan.low, high=tail_plan.high,
-                                    bins_per_octave=tail_plan.bins_per_octave, beta=tail_plan.beta)
+                                    bins_per_octave=tail_plan.bins_per_octave, beta=tail_plan.beta,
+                                    moment_bounds=tail_plan.moment_bounds)
     timings["tail"] = time.perf_counter() - t1
     plan = planner.plan(tail)
     timings["plan"] = time.perf_counter() - t1 - timings["tail"]

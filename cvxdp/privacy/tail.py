@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import logsumexp
 
-from cvxdp._validation import positive_finite, privacy_epsilon, probability
+from cvxdp._validation import at_least, positive_finite, privacy_epsilon, probability
 from cvxdp.error import ParameterError, UncertifiableLossError, UtilityWarning
 from cvxdp.geometry import Domain
 from cvxdp.geometry.certified import row_support_bound, row_support_bound_both
@@ -360,12 +360,15 @@ LONE_BIN_GAP = 2
 def room_under_moments(values: np.ndarray, count: float, n: int,
                        moment_bounds: tuple[tuple[float, float], ...]) -> np.ndarray:
     """Which bins the declared moment bounds leave room for ``count`` examples in: ``count · v^j ≤ n G_j^j``
-    for every declared ``(j, G_j)``, ``v`` the bin's value (below each of its examples' ``A``).
+    for every declared ``(j, G_j)``, ``v`` the bin's value (:func:`block_values`).
 
     By Markov's inequality on the sample, ``#{i : A_i ≥ v} ≤ n G_j^j / v^j`` whenever the examples'
-    empirical ``j``-th moment is within the bound, so in a bin without room a count of ``count`` would
-    contradict a declared bound.  Public: a function of the grid, ``n``, the threshold and the
-    declared bounds.  In logarithms (no overflow at ``j = 1000``).
+    empirical ``j``-th moment is within the bound, so where a bin's examples all have ``A ≥ v`` (a fine
+    bin of the grid) a count of ``count`` there without room would contradict a declared bound.  Where
+    ``v`` sits above some of a bin's examples (a merged block, the overflow bin) the test is stricter
+    than Markov's, so fewer bins have room; the lowest bin always has room.  The looser the declared
+    bounds, the more bins have room.  Public: a function of the grid, ``n``, the threshold and the
+    declared bounds.  In logarithms (no overflow at ``j = 1000``); a NaN reads as no room.
     """
     ok = np.ones(values.shape, dtype=bool)
     with np.errstate(divide="ignore"):
@@ -475,7 +478,8 @@ def private_tail_profile(model: Model, examples: Examples, *, epsilon: float, le
             or bins_per_octave < 1):
         raise ParameterError(f"bins_per_octave must be a positive integer, got {bins_per_octave!r}.")
     bins_per_octave = int(bins_per_octave)
-    moment_bounds = tuple((float(j), positive_finite("moment bound", G)) for j, G in moment_bounds)
+    moment_bounds = tuple((at_least("moment order", j, 1.0), positive_finite("moment bound", G))
+                          for j, G in moment_bounds)
     if not low / 2.0 ** (1.0 / bins_per_octave) > 0.0:
         raise ParameterError(f"low = {low!r} is so small that the value of the histogram's lowest bin (one "
                              "bin ratio below it) underflows to 0; raise low.")

@@ -1289,6 +1289,23 @@ def _growth_switch_pair() -> tuple[dict, dict]:
     return {"x": X0, "y": y}, {"x": X1, "y": y.copy()}
 
 
+def _lone_atom_pair() -> tuple[dict, dict]:
+    """LAD rows (``n = 10⁴``, ``d = 2``) at ``x = 0`` but for a rare atom of 150 rows at ``x = (2.5, 0)``
+    (``G₄ ≈ 0.87`` under the declared ``G_k = 1``); the last row is one more atom row in ``data_0`` and
+    ``x = 0`` in ``data_1``.  At Algorithm 1's histogram share (ε = 0.1, noise scale 20) the atom's bin is
+    lone and sits at its ordinary threshold (about 140), where the declared bound leaves it room
+    (:func:`cvxdp.privacy.tail.room_under_moments`): the record's count decides whether the bin is kept
+    — through the release only."""
+    rng = np.random.default_rng(4)
+    n, atoms = 10_000, 150
+    X = np.zeros((n, 2))
+    X[:atoms, 0] = 2.5
+    y = 0.1 * rng.standard_normal(n) + X[:, 0] * 0.5
+    X0, X1 = X.copy(), X.copy()
+    X0[-1], X1[-1] = (2.5, 0.0), (0.0, 0.0)
+    return {"x": X0, "y": y}, {"x": X1, "y": y.copy()}
+
+
 def _corner_pair() -> tuple[dict, dict]:
     """LAD data in ``d = 3`` (two Gaussian features and an intercept column, ``n = 1500``) whose
     optimum on :func:`_lad_two_faces_model`'s domain sits where the sphere and both faces meet; the
@@ -1608,6 +1625,14 @@ def _register() -> dict[str, Scenario]:
         "switch C ≥ 2.5 G₂",
         _growth_switch_pair, solve_fit(_lad_ball2_model, epsilon=1.0, moment_k=4.0, G_k=3.0, G_2=1.395,
                                        algorithm="population"),
+        full_runs=20, coupled_runs=2, same_tail=False))
+    out.append(Scenario(
+        "lad-lone-atom-row/population-declared-G",
+        "LAD n=10^4 on the radius-2 ball, G_k=1, algorithm='population': 150 rows at x = (2.5, 0), the rest "
+        "at 0, and one more atom row vs x = 0 — a lone histogram bin at its ordinary threshold, kept by "
+        "the declared moment's room",
+        _lone_atom_pair, solve_fit(_lad_ball2_model, epsilon=1.0, moment_k=4.0, G_k=1.0,
+                                   algorithm="population"),
         full_runs=20, coupled_runs=2, same_tail=False))
     out.append(Scenario(
         "tail-edge/auto-G/output-perturbation",

@@ -271,14 +271,18 @@ def private_selection(model: Model, data: Mapping, *, epsilon: float, candidates
     source = noise_source(random_state)
     mech = plan.score_mechanism()
     box = (np.array([-plan.score_bound]), np.array([plan.score_bound]))
+
+    def op_params(cand: Candidate) -> dict:
+        """A clipped-OP candidate's public ``C`` and ``λ``: its options, else the public rule's."""
+        rule = output_perturbation_rule(n, d, plan.fit_epsilon, D, g2)
+        return {"C": cand.options.get("C", rule["C"]), "lam": cand.options.get("lam", rule["lam"])}
+
     # the releases' public grid checks, before the charge: a refusal must not wait for the trial drawing it
     mech.check_box(box)
     for cand in plan.candidates:
         if cand.kind == "clipped-output-perturbation":
-            rule = output_perturbation_rule(n, d, plan.fit_epsilon, D, g2)
-            clipped_plan(model, n, epsilon=plan.fit_epsilon, C=cand.options.get("C", rule["C"]),
-                         lam=cand.options.get("lam", rule["lam"])).mechanism().check_box(
-                release_box(model.domain))
+            op_plan = clipped_plan(model, n, epsilon=plan.fit_epsilon, **op_params(cand))
+            op_plan.mechanism().check_box(release_box(model.domain))
     ledger = PrivacyLedger(examples.m, plan.epsilon)
     ledger.charge(3.0 * plan.trial_epsilon, np.arange(examples.m), mechanism=MECHANISM_LABEL, batch="all",
                   sensitivity=plan.score_sensitivity, noise_scale=mech.scale,
@@ -293,10 +297,8 @@ def private_selection(model: Model, data: Mapping, *, epsilon: float, candidates
             point = finite_array("prior point", point, shape=(d,))
             return np.array(model.domain.make_feasible(point), copy=True), cand, None
         if cand.kind == "clipped-output-perturbation":
-            rule = output_perturbation_rule(n, d, plan.fit_epsilon, D, g2)
-            params = {"C": cand.options.get("C", rule["C"]), "lam": cand.options.get("lam", rule["lam"])}
             res = clipped_output_perturbation(model, data, epsilon=plan.fit_epsilon, random_state=fit_source,
-                                              **params)
+                                              **op_params(cand))
             return res.w, cand, res
         options = {"moment_k": moment_k, "G_k": G_k, "G_2": G_2, **cand.options}
         res = PrivateProblem(model).solve(data, epsilon=plan.fit_epsilon, random_state=fit_source, **options)

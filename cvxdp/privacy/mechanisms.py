@@ -194,7 +194,6 @@ class L2LaplaceMechanism:
         clamped = np.clip(noisy, (lo - origin) - lam, (hi - origin) + lam)
         return origin + np.round(clamped / lam) * lam
 
-
     @staticmethod
     def _box(box: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         lo, hi = np.asarray(box[0], dtype=float), np.asarray(box[1], dtype=float)

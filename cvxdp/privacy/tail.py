@@ -366,9 +366,10 @@ def room_under_moments(values: np.ndarray, count: float, n: int,
     empirical ``j``-th moment is within the bound, so where a bin's examples all have ``A ≥ v`` (a fine
     bin of the grid) a count of ``count`` there without room would contradict a declared bound.  Where
     ``v`` sits above some of a bin's examples (a merged block, the overflow bin) the test is stricter
-    than Markov's, so fewer bins have room; the low bins of the default grid (from ``10⁻⁴ G_k``) have room.  The looser the declared
-    bounds, the more bins have room.  Public: a function of the grid, ``n``, the threshold and the
-    declared bounds.  In logarithms (no overflow at ``j = 1000``); a NaN reads as no room.
+    than Markov's, so fewer bins have room; the low bins of the default grid (from ``10⁻⁴ G_k``) have
+    room.  The looser the declared bounds, the more bins have room.  Public: a function of the grid,
+    ``n``, the threshold and the declared bounds.  In logarithms (no overflow at ``j = 1000``); a NaN
+    reads as no room.
     """
     ok = np.ones(values.shape, dtype=bool)
     with np.errstate(divide="ignore"):

@@ -54,7 +54,7 @@ def measure(task_name: str, rows: int | None, eps_h: float, releases: int, seed:
     rule = tail._without_lone_noise
     estimates = {}
     try:
-        for name, post in (("with the rule", rule), ("without it", lambda kept, noisy, strict: kept)):
+        for name, post in (("with the rule", rule), ("without it", lambda kept, *_: kept)):
             tail._without_lone_noise = post
             source, out = SeededRandom(noise_seed), []  # the same draws for both
             for _ in range(releases):

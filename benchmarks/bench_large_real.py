@@ -14,7 +14,8 @@ ratio of cvxdp's to the best baseline's (target ≤ 0.5 at full size, ε = 1).
 ``python benchmarks/bench_large_real.py`` runs n ∈ {10³, 10⁴, full} × ε ∈ {0.3, 1, 4} × 5 seeds (hours
 on two cores); ``--sizes full --epsilons 1`` the headline; results in
 ``benchmarks/results/large_real.json`` (a run replaces its own (task, size, ε) cells there and keeps the
-others); ``--tasks`` picks tasks by name.  A run also redraws the README's tables between the
+others; ``--results FILE`` writes elsewhere and leaves the README alone); ``--tasks`` picks tasks by
+name.  A run also redraws the README's tables between the
 large-real markers from all the kept cells (:func:`render`; ``--no-readme`` leaves them, ``--render``
 only redraws them).  ``--quick``: one task at n = 1000, one seed, nothing written.
 """
@@ -164,8 +165,13 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--render", action="store_true",
                     help="only redraw the README's tables from benchmarks/results/large_real.json")
     ap.add_argument("--no-readme", action="store_true")
+    ap.add_argument("--results", type=str, default=None,
+                    help="the results file (default benchmarks/results/large_real.json, whose cells the "
+                    "README tables are drawn from; another file never touches the README)")
     args = ap.parse_args(argv)
-    path = RESULTS / "large_real.json"
+    path = RESULTS / "large_real.json" if args.results is None else Path(args.results)
+    if args.results is not None:
+        args.no_readme = True
     if args.render:
         if not path.exists():
             ap.error(f"--render needs {path.relative_to(ROOT)}: run the benchmark first")
@@ -192,7 +198,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         print(f"{r['task']:16s} n={r['n']:<7d} ε={r['epsilon']:<4g} excess over non-private: "
               + ", ".join(f"{m} {v:.3g}" for m, v in r["excess"].items()) + tail)
     if not args.quick:
-        RESULTS.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
         if path.exists():  # keep the earlier runs' cells of other (task, size, ε); this run replaces its own
             ran = {(s["task"], str(s["n"]), float(s["epsilon"])) for s in specs}
             kept = [c for c in json.loads(path.read_text())["cells"]

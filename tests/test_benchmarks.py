@@ -366,6 +366,32 @@ def test_large_real_render_marks_every_cell_where_cvxdp_is_behind(tmp_path, monk
     assert not bench.update_readme(text) and readme.read_text() == "no markers\n"
 
 
+def test_large_real_results_elsewhere_leave_the_readme_and_the_main_results_alone(tmp_path, monkeypatch):
+    """``--results FILE`` (a check with more splits, say) writes its cells there and redraws no README
+    table; the default file is not read or written."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    bench = _load("bench_large_real")
+
+    def fake(spec):
+        loss = {"cvxdp": 1.0, "cvxdp, features as given": 1.0, "clipped OP (public rule)": 2.0,
+                "noisy clipped GD (public rule)": 3.0, "non-private ERM": 0.5, "w = 0": 4.0}
+        return {"task": spec["task"], "size": spec["n"], "n": 1000, "epsilon": spec["epsilon"],
+                "seed": spec["seed"], "test_loss": loss}
+
+    monkeypatch.setattr(bench, "run", fake)
+    monkeypatch.setattr(bench, "ProcessPoolExecutor", ThreadPoolExecutor)
+    monkeypatch.setattr(bench, "RESULTS", tmp_path / "untouched")
+    monkeypatch.setattr(bench, "update_readme", lambda text: pytest.fail("the README was redrawn"))
+    out = tmp_path / "check.json"
+    rows = bench.main(["--tasks", "CPSSW8 LAD", "--sizes", "1000", "--epsilons", "0.3", "--seeds", "15",
+                       "--results", str(out)])
+    saved = json.loads(out.read_text())
+    assert len(saved["cells"]) == 15 and rows[0]["seeds"] == 15
+    assert rows[0]["cvxdp_over_best_baseline"] == 1 / 3
+    assert not (tmp_path / "untouched").exists()
+
+
 def test_tail_spurious_benchmark_quick_counts_what_the_rule_drops(capsys):
     """The quick run releases the same noise draws with and without the lone-bin rule: the rule never wrecks
     more releases than its absence does, and it changes only a few estimates (it post-processes lone

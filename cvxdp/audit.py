@@ -546,38 +546,16 @@ def solve_fit(model: Callable[[], Model], **solve_kwargs: object) -> Callable[[]
     return make
 
 
-def objective_perturbation_fit(model: Callable[[], Model], **kwargs: object) -> Callable[[], Fit]:
-    """A factory of fitters: the objective-perturbation baseline on ``model()`` (what is observed: the
-    point, the result's ``params`` and the ledger)."""
-    from cvxdp.baselines import objective_perturbation
-
-    def make() -> Fit:
-        m = model()
-
-        def fit(data: dict, source: NoiseSource) -> Release:
-            res = objective_perturbation(m, data, random_state=source, **kwargs)
-            ledger = [(e.mechanism, e.batch, e.n_examples, e.epsilon, e.sensitivity, e.noise_scale)
-                      for e in res.ledger.entries]
-            public = {"params": dict(res.params), "ledger": ledger}
-            return Release(np.asarray(res.w, float), dict(public), public)
-
-        return fit
-
-    return make
-
-
-def clipped_output_perturbation_fit(model: Callable[[], Model], **kwargs: object) -> Callable[[], Fit]:
-    """A factory of fitters: the clipped-output-perturbation baseline on ``model()`` (what is observed:
-    the point, the result's ``params`` and the ledger)."""
-    from cvxdp.baselines import clipped_output_perturbation
-
+def _baseline_fit(baseline: Callable, model: Callable[[], Model], kwargs: dict) -> Callable[[], Fit]:
+    """A factory of fitters running ``baseline(model(), data, random_state=source, **kwargs)`` (a function
+    of :mod:`cvxdp.baselines`); what is observed: the point, the result's ``params`` and the ledger."""
     def make() -> Fit:
         m = model()
         cache = ERMCache()
 
         def fit(data: dict, source: NoiseSource) -> Release:
             with cache:
-                res = clipped_output_perturbation(m, data, random_state=source, **kwargs)
+                res = baseline(m, data, random_state=source, **kwargs)
             ledger = [(e.mechanism, e.batch, e.n_examples, e.epsilon, e.sensitivity, e.noise_scale)
                       for e in res.ledger.entries]
             public = {"params": dict(res.params), "ledger": ledger}
@@ -587,6 +565,21 @@ def clipped_output_perturbation_fit(model: Callable[[], Model], **kwargs: object
         return fit
 
     return make
+
+
+def objective_perturbation_fit(model: Callable[[], Model], **kwargs: object) -> Callable[[], Fit]:
+    """A factory of fitters: the objective-perturbation baseline on ``model()`` (:func:`_baseline_fit`)."""
+    from cvxdp.baselines import objective_perturbation
+
+    return _baseline_fit(objective_perturbation, model, kwargs)
+
+
+def clipped_output_perturbation_fit(model: Callable[[], Model], **kwargs: object) -> Callable[[], Fit]:
+    """A factory of fitters: the clipped-output-perturbation baseline on ``model()``
+    (:func:`_baseline_fit`)."""
+    from cvxdp.baselines import clipped_output_perturbation
+
+    return _baseline_fit(clipped_output_perturbation, model, kwargs)
 
 
 def selection_fit(model: Callable[[], Model], candidates: Sequence, **kwargs: object) -> Callable[[], Fit]:

@@ -250,7 +250,6 @@ def private_selection(model: Model, data: Mapping, *, epsilon: float, candidates
     from cvxdp.baselines.output_perturbation import clipped_plan
     from cvxdp.baselines.tuning import output_perturbation_rule
     from cvxdp.problem import PrivateProblem, warn_if_debug_log
-    from cvxdp.run.release import release_box
 
     if score_C is None:
         score_C = G_2 if G_2 is not None else (G_k if isinstance(G_k, int | float) else None)
@@ -260,29 +259,26 @@ def private_selection(model: Model, data: Mapping, *, epsilon: float, candidates
     examples = model.bind(data)
     plan = selection_plan(model, examples.m, epsilon=epsilon, candidates=candidates, score_C=score_C,
                           stop_probability=stop_probability, score_share=score_share, reference=reference)
-    # every fit candidate's options are checked on the public inputs before any noise: a bad option
-    # fails here, not in the trial that happens to draw it
-    for cand in plan.candidates:
-        if cand.kind == "fit":
-            PrivateProblem(model).plan(n=examples.m, epsilon=plan.fit_epsilon,
-                                       **{"moment_k": moment_k, "G_k": G_k, "G_2": G_2, **cand.options})
     D, d, n = model.diameter, model.dim, examples.m
     g2 = G_2 if G_2 is not None else (G_k if isinstance(G_k, int | float) else score_C)
-    source = noise_source(random_state)
-    mech = plan.score_mechanism()
-    box = (np.array([-plan.score_bound]), np.array([plan.score_bound]))
 
     def op_params(cand: Candidate) -> dict:
         """A clipped-OP candidate's public ``C`` and ``λ``: its options, else the public rule's."""
         rule = output_perturbation_rule(n, d, plan.fit_epsilon, D, g2)
         return {"C": cand.options.get("C", rule["C"]), "lam": cand.options.get("lam", rule["lam"])}
 
-    # the releases' public grid checks, before the charge: a refusal must not wait for the trial drawing it
-    mech.check_box(box)
+    # every candidate's plan (its options, its release grid) and the score's grid are checked on the public
+    # inputs before the charge and any noise: a refusal fails here, not in the trial that happens to draw it
     for cand in plan.candidates:
-        if cand.kind == "clipped-output-perturbation":
-            op_plan = clipped_plan(model, n, epsilon=plan.fit_epsilon, **op_params(cand))
-            op_plan.mechanism().check_box(release_box(model.domain))
+        if cand.kind == "fit":
+            PrivateProblem(model).plan(n=n, epsilon=plan.fit_epsilon,
+                                       **{"moment_k": moment_k, "G_k": G_k, "G_2": G_2, **cand.options})
+        elif cand.kind == "clipped-output-perturbation":
+            clipped_plan(model, n, epsilon=plan.fit_epsilon, **op_params(cand))
+    source = noise_source(random_state)
+    mech = plan.score_mechanism()
+    box = (np.array([-plan.score_bound]), np.array([plan.score_bound]))
+    mech.check_box(box)
     ledger = PrivacyLedger(examples.m, plan.epsilon)
     ledger.charge(3.0 * plan.trial_epsilon, np.arange(examples.m), mechanism=MECHANISM_LABEL, batch="all",
                   sensitivity=plan.score_sensitivity, noise_scale=mech.scale,

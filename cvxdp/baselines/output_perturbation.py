@@ -63,9 +63,9 @@ def clipped_output_perturbation(model: Model, data: Mapping, *, epsilon: float, 
     eps = privacy_epsilon(epsilon)
     examples = model.bind(data)
     source = noise_source(random_state)
-    problem = clipped_problem(model, examples, C=C, lam=lam)
+    # the plan first: it refuses what the release would (public), before the charge and the solve
     plan = clipped_plan(model, examples.m, epsilon=eps, C=C, lam=lam, accuracy_share=accuracy_share)
-    plan.mechanism().check_box(release_box(model.domain))  # public: refuse before the charge and the solve
+    problem = clipped_problem(model, examples, C=C, lam=lam)
     ledger = PrivacyLedger(examples.m, eps)
     entry = charge_round(ledger, plan, np.arange(examples.m), batch="all",
                          mechanism="clipped output perturbation", note=f"C={plan.C:.3g}, λ={lam:.3g}")
@@ -77,17 +77,23 @@ def clipped_output_perturbation(model: Model, data: Mapping, *, epsilon: float, 
 
 def clipped_plan(model: Model, n: int, *, epsilon: float, C: float, lam: float,
                  accuracy_share: float = 0.05) -> RoundPlan:
-    """The public constants of the one release: ``α``, ``Δ = 2C/(λn) + 2 sqrt(2α/λ)``, ``s = Δ/ε``."""
+    """The public constants of the one release: ``α``, ``Δ = 2C/(λn) + 2 sqrt(2α/λ)``, ``s = Δ/ε``.
+
+    Refuses (public: the scale and ``W``'s box) a release whose grid the mechanism would refuse
+    (:meth:`~cvxdp.privacy.mechanisms.L2LaplaceMechanism.check_box`), so a caller learns it before
+    its charge and its solve."""
     C = positive_finite("C", C)
     lam = positive_finite("lam", lam)
     W = model.domain
     alpha = max(accuracy_share**2 * C * C / (2.0 * lam * n * n), certifiable_accuracy(C, lam, W.diameter))
     sensitivity = float(output_sensitivity(C, lam, n, alpha))
     nan = float("nan")
-    return RoundPlan(C=C, alpha=alpha, sensitivity=sensitivity,
+    plan = RoundPlan(C=C, alpha=alpha, sensitivity=sensitivity,
                      noise_scale=float(laplace_scale(sensitivity, epsilon)),
                      radius_plus=nan, bias_radius=nan, noise_radius=nan, accuracy_radius=nan,
                      epsilon=epsilon, lam=lam, m=n, dim=model.dim, radius=W.diameter)
+    plan.mechanism().check_box(release_box(W))
+    return plan
 
 
 def clipped_problem(model: Model, examples, *, C: float, lam: float) -> RegularizedERM | TranslatedERM:

@@ -342,14 +342,21 @@ GRID_TOO_FINE = ("ε is too large for a floating-point-safe release: the grid th
                  "the float spacing of the domain anyway) or rescale the domain toward 0.")
 
 
+def ball_box(centre: np.ndarray, radius: float) -> tuple[np.ndarray, np.ndarray]:
+    """The release box ``(c − r, c + r)`` of a domain with bounding ball ``B(c, r)``: the one box every
+    release onto it is clamped and snapped in (:func:`cvxdp.run.release.release_box`) and the planner
+    checks (:func:`release_box_edge`)."""
+    centre = np.asarray(centre, dtype=float)
+    return centre - radius, centre + radius
+
+
 def release_box_edge(centre: np.ndarray, radius: float) -> float:
-    """The reach (:func:`release_frame`) of the release box ``(c − r, c + r)`` of a fit on a domain with
+    """The reach (:func:`release_frame`) of the release box :func:`ball_box` of a fit on a domain with
     bounding ball ``B(c, r)``: every round of Algorithm 2 releases in ``W``'s own box
     (:func:`cvxdp.run.release.release_point` reads the model's domain, which translation and partitioning
     keep), so the planner checks the very box the release will — computed the same way."""
-    centre = np.asarray(centre, dtype=float)
     with np.errstate(over="ignore", invalid="ignore"):
-        return release_frame(centre - radius, centre + radius)[1]
+        return release_frame(*ball_box(centre, radius))[1]
 
 
 def grid_fits(scale: float, edge: float) -> bool:
@@ -378,4 +385,5 @@ def snap_granularity(scale):
 
 
 __all__ = ["FRAME_FAR", "GRID_BITS", "GRID_TOO_FINE", "DiscreteLaplaceCounts", "L2LaplaceMechanism",
-           "Mechanism", "grid_fits", "laplace_scale", "release_box_edge", "release_frame", "snap_granularity"]
+           "Mechanism", "ball_box", "grid_fits", "laplace_scale", "release_box_edge", "release_frame",
+           "snap_granularity"]

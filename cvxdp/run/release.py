@@ -34,7 +34,7 @@ from cvxdp.geometry import Domain
 from cvxdp.plan.planner import BatchPlan, ReleasePlan
 from cvxdp.plan.profiles import RoundPlan
 from cvxdp.privacy.ledger import LedgerEntry, PrivacyLedger
-from cvxdp.privacy.mechanisms import L2LaplaceMechanism
+from cvxdp.privacy.mechanisms import L2LaplaceMechanism, ball_box
 from cvxdp.privacy.random import NoiseSource
 
 MECHANISM_LABEL = "localized output perturbation"
@@ -163,10 +163,10 @@ def release_memoized(problem: RegularizedERM, plan: RoundPlan, solved: tuple[np.
 
 
 def release_box(domain: Domain) -> tuple[np.ndarray, np.ndarray]:
-    """The public box every release onto ``domain`` is clamped and snapped in: ``W``'s bounding ball's
-    box ``(c − r, c + r)`` (:func:`~cvxdp.privacy.mechanisms.release_box_edge` is its reach)."""
-    c, r = domain.bounding_ball()
-    return c - r, c + r
+    """The public box every release onto ``domain`` is clamped and snapped in: its bounding ball's
+    :func:`~cvxdp.privacy.mechanisms.ball_box` (:func:`~cvxdp.privacy.mechanisms.release_box_edge` is
+    its reach)."""
+    return ball_box(*domain.bounding_ball())
 
 
 def release_point(w_tilde: np.ndarray, mechanism: L2LaplaceMechanism, domain: Domain,

@@ -11,9 +11,11 @@ import pytest
 
 import cvxdp
 from cvxdp.plan.auto import (
+    CLIP_FULL_FROM,
     CLIP_TAIL_RATIO,
     POPULATION_FROM,
     choose_algorithm,
+    clip_level,
     clip_rule,
     clip_tail_ratio,
     heavy_tail,
@@ -188,16 +190,75 @@ def test_uses_clip_rule_only_for_the_default_tight_profile():
 
 
 def test_clip_rule_minimizes_the_baselines_bound():
-    """``λ = 4C sqrt(d/(nε))/D`` minimizes ``λD²/8 + 2C²d/(λnε)`` (checked on a grid) and equals the
-    clipped-output-perturbation baseline's public rule."""
+    """``λ = 4C sqrt(d/(nε))/D`` minimizes ``λD²/8 + 2C²d/(λnε)`` (checked on a grid) at the rule's ``C``,
+    below the full level too, and equals the clipped-output-perturbation baseline's public rule from
+    ``n ε / d = CLIP_FULL_FROM`` on."""
     from cvxdp.baselines.tuning import output_perturbation_rule
 
-    n, d, eps, D, G2 = 5000, 7, 0.7, 3.0, 2.5
-    C, lam = clip_rule(n, d, eps, D, G2)
-    assert C == G2 and output_perturbation_rule(n, d, eps, D, G2) == {"C": C, "lam": lam}
-    grid = lam * np.exp(np.linspace(-1, 1, 401))
-    bound = grid * D**2 / 8 + 2 * C**2 * d / (grid * n * eps)
-    assert abs(grid[np.argmin(bound)] / lam - 1) < 0.01
+    d, eps, D, G2 = 7, 0.7, 3.0, 2.5
+    for n in (500, 5000, 10_000, 50_000):
+        C, lam = clip_rule(n, d, eps, D, G2, 4.0)
+        grid = lam * np.exp(np.linspace(-1, 1, 401))
+        bound = grid * D**2 / 8 + 2 * C**2 * d / (grid * n * eps)
+        assert abs(grid[np.argmin(bound)] / lam - 1) < 0.01
+        # its least value is C D sqrt(d/(nε)); the noise scale 2C/(λnε) does not depend on C
+        assert math.isclose(bound.min(), C * D * math.sqrt(d / (n * eps)), rel_tol=1e-4)
+        assert math.isclose(2 * C / (lam * n * eps), D / (2 * math.sqrt(d * n * eps)), rel_tol=1e-12)
+        full = n * eps / d >= CLIP_FULL_FROM
+        assert (C == G2) is full
+        assert (output_perturbation_rule(n, d, eps, D, G2) == {"C": C, "lam": lam}) is full
+
+
+def test_clip_level_is_G2_from_the_anchor_and_grows_as_the_bound_below():
+    """``G₂ min(1, (nε/(d N))^{1/(2k)})``: at most ``G₂``, continuous at the anchor, nondecreasing in
+    ``n`` and ``ε``, and ``G₂`` from ``n ε / d = N`` on at every ``k``."""
+    d, G2 = 10, 3.0
+    for k in (2.5, 4.0, 8.0, 1000.0):
+        ns = np.unique(np.geomspace(1, 10**6, 400).astype(int))
+        levels = np.array([clip_level(int(n), d, 1.0, k, G2) for n in ns])
+        assert np.all(np.diff(levels) >= 0) and np.all(levels <= G2) and np.all(levels > 0)
+        assert np.all(levels[ns * 1.0 / d >= CLIP_FULL_FROM] == G2)
+        below = ns * 1.0 / d < CLIP_FULL_FROM
+        expected = G2 * (ns[below] / (d * CLIP_FULL_FROM)) ** (1 / (2 * k))
+        assert np.allclose(levels[below], expected, rtol=1e-13)
+        anchor = int(CLIP_FULL_FROM * d)
+        assert clip_level(anchor, d, 1.0, k, G2) == G2
+        assert 0.999 * G2 < clip_level(anchor - 1, d, 1.0, k, G2) < G2
+        for eps in (0.1, 0.3, 1.0):
+            assert clip_level(3000, d, eps, k, G2) <= clip_level(3000, d, 2 * eps, k, G2)
+
+
+def test_the_clip_level_grows_as_the_worst_case_bounds_minimizer():
+    """The level's growth in ``n ε / d`` is the worst-case bound's: one release pays ``C D sqrt(d/(nε))``
+    (regularization and noise at the rule's λ) plus the clipping bias ``D E(X − C)₊`` with
+    ``E(X − C)₊ ≤ c_k E X^k / C^{k−1}``, ``c_k = (k−1)^{k−1}/k^k`` (equality at the two-atom law with its
+    atom at ``kC/(k−1)``); the sum's minimizer is ``G_k ((k−1) c_k)^{1/k} (nε/d)^{1/(2k)}``."""
+    from scipy.optimize import minimize_scalar
+
+    rng = np.random.default_rng(3)
+    for k in (2.5, 4.0, 8.0):
+        c_k = (k - 1) ** (k - 1) / k**k
+        C = 1.7
+        # the tail bound: E(X − C)₊ ≤ c_k E X^k / C^{k−1} on random nonnegative laws, tight at the atom
+        for _ in range(50):
+            x = rng.pareto(k + 0.5, size=2000) * rng.uniform(0.5, 5)
+            assert np.mean(np.maximum(x - C, 0)) <= c_k * np.mean(x**k) / C ** (k - 1) * (1 + 1e-12)
+        atom = k * C / (k - 1)
+        assert math.isclose(atom - C, c_k * atom**k / C ** (k - 1), rel_tol=1e-12)
+        # the minimizer of the bound and its growth in nε/d
+        d, D, G_k = 10, 4.0, 5.0
+        minimizers = []
+        for n in (1_000, 10_000):
+            def bound(logC, n=n, k=k, c_k=c_k, d=d, D=D, G_k=G_k):
+                C = math.exp(logC)
+                return C * D * math.sqrt(d / n) + D * c_k * G_k**k / C ** (k - 1)
+            logC = minimize_scalar(bound, bounds=(-10, 20), method="bounded", options={"xatol": 1e-12}).x
+            minimizers.append(math.exp(logC))
+            closed = G_k * ((k - 1) * c_k) ** (1 / k) * (n / d) ** (1 / (2 * k))
+            assert math.isclose(minimizers[-1], closed, rel_tol=1e-6)
+        growth = minimizers[1] / minimizers[0]
+        assert math.isclose(growth, clip_level(1_000, d, 1.0, k, 1.0) / clip_level(100, d, 1.0, k, 1.0),
+                            rel_tol=1e-6)
 
 
 def test_public_plan_uses_G2_and_the_rule_lambda_in_every_round():
@@ -240,6 +301,7 @@ def test_fit_with_the_tail_release_clips_at_its_G2_estimate():
     assert not plan.adaptive_clip and "Ĝ₂ if lower" in plan.describe()
     C = min(20.0, seen[2.0])
     assert C < 20.0  # the histogram sees this tail at n = 3000
+    C = clip_level(3000, 3, plan.epsilon_fit, 4.0, C)  # n ε_fit / d = 900: the level below G₂
     assert {s.plan.C for s in r.steps} == {C}
     assert plan.batches[0].lam == 4.0 * C * math.sqrt(3 / (3000 * plan.epsilon_fit)) / model.diameter
     assert r.ledger.spent <= 1.0

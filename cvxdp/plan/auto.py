@@ -90,16 +90,57 @@ POPULATION_FROM = 2000.0
 #: The heavy-tail condition of the clip rule at ``k = 4``: a public ``G₂ / G_k`` at most this (at other
 #: orders :func:`clip_tail_ratio`).
 CLIP_TAIL_RATIO = 0.85
+#: :func:`clip_level` clips at ``G₂`` from this ``n ε / d`` on, lower below it.
+CLIP_FULL_FROM = 1000.0
 
 
-def clip_rule(n: int, d: int, epsilon: float, D: float, G_2: float) -> tuple[float, float]:
-    """The clipped-output-perturbation rule: ``C = G₂`` and ``λ = 4 C sqrt(d/(nε))/D``.
+def clip_level(n: int, d: int, epsilon: float, k: float, G_2: float) -> float:
+    """The clip rule's ``C``: ``G₂`` from ``n ε / d ≥`` :data:`CLIP_FULL_FROM` on, and
+    ``G₂ (n ε / (d · CLIP_FULL_FROM))^{1/(2k)}`` below.
+
+    The exponent is the worst-case bound's.  One clipped release with :func:`clip_rule`'s ``λ`` pays
+    ``C D sqrt(d/(nε))`` in regularization and noise (the ``λ``-minimized sum below) plus the clipping
+    bias ``D E(||g|| − C)₊``, which a ``k``-th moment ``G_k`` bounds by ``D c_k G_k^k / C^{k−1}`` with
+    ``c_k = (k−1)^{k−1}/k^k`` (the largest ``(x − C)₊ / x^k``, at ``x = kC/(k−1)``).  The sum is least at
+    ``C* = G_k ((k−1) c_k)^{1/k} (nε/d)^{1/(2k)}``: as ``n ε / d`` grows the noise falls and the clip
+    level must rise to keep the bias below it, by the power ``1/(2k)``.  The bound's *level* is far too
+    high — it assumes every clipped example pulls the minimizer the same way (``C*`` is 3.3 ``G₂`` on
+    the high-leverage instance at ``n ε / d = 100``), while the examples clipped on a LAD loss pull
+    every way and largely cancel — so the rule keeps the bound's growth and takes its level from
+    measurement: ``G₂`` at :data:`CLIP_FULL_FROM`, where the benchmark's instances stop gaining from a
+    lower ``C``.
+
+    Measured, not derived (``d = 10``, ε = 1 unless stated, 15 seeds — the benchmark's 0–4 and 10
+    held out —, median excess risk, the rule at ``C = G₂`` → this level): high-leverage LAD at
+    ``n`` = 10³ and 3·10³ 0.070 → 0.053 and 0.026 → 0.023; Student-t LAD ν = 5 0.073 → 0.068 and
+    0.028 → 0.025; ν = 3.5 at ``k = 2.5``, ``n = 10³``, 0.081 → 0.077; ν = 9 at ``k = 8`` 0.054 → 0.054;
+    the one loss the high-leverage instance at ``n = 3·10⁴``, ε = 0.1 (``n ε / d = 300``), 0.026 →
+    0.027 (from seeds 0–4; the held-out seeds alone 0.023 → 0.019).  The held-out seeds agree elsewhere
+    too (high-leverage at 10³: 0.062 → 0.048).  Unchanged from ``n ε / d = 1000`` on (the level is
+    ``G₂`` there).  Anchored at :data:`POPULATION_FROM` (2000) instead, the level lost 6–8% on the
+    high-leverage instance at ``n = 10⁴`` and at ε = 0.1 and gained up to 6% elsewhere — within the
+    seeds' spread; 1000 keeps ``C = G₂`` where that was measured best (``n = 10⁴``).
+    The exponent ``1/(2k − 1)`` (the noise costed at ``G₂``, not ``C``) gave figures within 4%.  A
+    public function of ``n, d, ε, k, G₂``.
+    """
+    ratio = n * epsilon / (d * CLIP_FULL_FROM)
+    if ratio >= 1.0:
+        return float(G_2)
+    return float(G_2) * ratio ** (1.0 / (2.0 * k))
+
+
+def clip_rule(n: int, d: int, epsilon: float, D: float, G_2: float, k: float) -> tuple[float, float]:
+    """The clip rule: ``C`` = :func:`clip_level` (``G₂`` from ``n ε / d ≥`` :data:`CLIP_FULL_FROM`) and
+    ``λ = 4 C sqrt(d/(nε))/D``.
 
     ``λ`` minimizes ``λD²/8 + 2C²d/(λnε)`` — the regularization's bias on a domain of diameter ``D``
     plus ``C`` times the expected norm of the output noise of scale ``2C/(λnε)`` in ``d``
-    dimensions.  A function of public values only.
+    dimensions —, whose least value is ``C D sqrt(d/(nε))``.  From ``n ε / d ≥ CLIP_FULL_FROM`` on it is
+    the clipped-output-perturbation baseline's public rule (``C = G₂``); below, the same ``λ`` at the
+    lower ``C``, so the noise scale ``2C/(λnε) = D / (2 sqrt(d n ε))`` does not depend on ``C``.  A function
+    of public values only.
     """
-    C = float(G_2)
+    C = clip_level(n, d, epsilon, k, G_2)
     return C, 4.0 * C * math.sqrt(d / (n * epsilon)) / D
 
 
@@ -253,5 +294,6 @@ def choose_algorithm(*, n: int, d: int, epsilon: float, D: float, moment_k: floa
     return "population", False, population_reason
 
 
-__all__ = ["CLIP_TAIL_RATIO", "POPULATION_FROM", "check_population_schedule", "choose_algorithm", "clip_rule",
-           "clip_tail_ratio", "heavy_tail", "localization_options", "uses_clip_rule"]
+__all__ = ["CLIP_FULL_FROM", "CLIP_TAIL_RATIO", "POPULATION_FROM", "check_population_schedule",
+           "choose_algorithm", "clip_level", "clip_rule", "clip_tail_ratio", "heavy_tail",
+           "localization_options", "uses_clip_rule"]

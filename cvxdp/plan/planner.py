@@ -30,7 +30,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from cvxdp.error import CvxdpError, ParameterError
-from cvxdp.plan.auto import clip_rule
+from cvxdp.plan.auto import CLIP_FULL_FROM, clip_rule
 from cvxdp.plan.inputs import PublicInputs
 from cvxdp.plan.mean_gradient import MeanGradientPlan, plan_mean_gradient
 from cvxdp.plan.profiles import RoundPlan, TightProfile
@@ -168,7 +168,8 @@ class ReleasePlan:
         affine = inp.algorithm == "mean-gradient"  # the affine plan reads no profile
         profile = "" if affine else f", profile {self.profile_name}"
         lines = [f"release plan: {ALGORITHM_NAMES[inp.algorithm]}{profile}"
-                 + (", the clip rule: C = G₂ (or the tail release's Ĝ₂ if lower), λ = 4C·sqrt(d/(n ε_fit))/D"
+                 + (", the clip rule: C = G₂ (or the tail release's Ĝ₂ if lower) times "
+                    f"min(1, (n ε_fit/({CLIP_FULL_FROM:g} d))^(1/(2k))), λ = 4C·sqrt(d/(n ε_fit))/D"
                     if inp.clip_rule else ""),
                  *([f"  chosen by algorithm='auto': {inp.auto_reason}"] if inp.auto_algorithm else []),
                  f"  ε = {inp.epsilon:.6g} in total on n = {inp.n} examples; d = {inp.d}, domain diameter "
@@ -385,8 +386,9 @@ class Planner:
         return schedule, tuple(batches)
 
     def _clip_rule(self, profile, eps: float, G_2: float, tail: TailProfile | None):
-        """The profile and ``λ`` of the clip-rule plan (:mod:`cvxdp.plan.auto`): ``C = G₂``, lowered to
-        the tail histogram's ``Ĝ₂`` when it saw the tail, and ``λ = 4 C sqrt(d/(n ε_fit))/D``.
+        """The profile and ``λ`` of the clip-rule plan (:func:`cvxdp.plan.auto.clip_rule`): ``G₂``, lowered
+        to the tail histogram's ``Ĝ₂`` when it saw the tail, scaled by the rule's public level
+        (:func:`~cvxdp.plan.auto.clip_level`) at ``n ε_fit / d``, and ``λ = 4 C sqrt(d/(n ε_fit))/D``.
 
         Privacy: ``G₂`` is public, ``Ĝ₂`` post-processing of the charged tail release; before that
         release (a provisional plan) ``C`` is the public ``G₂``.
@@ -397,7 +399,7 @@ class Planner:
             estimate = tail.moment(2.0)
             if math.isfinite(estimate) and estimate > 0:
                 C = min(C, estimate)
-        C, lam = clip_rule(inp.n, inp.d, eps, inp.D, C)
+        C, lam = clip_rule(inp.n, inp.d, eps, inp.D, C, inp.moment_k)
         return TightProfile(profile.kappa, tail=profile.tail, clip=C), lam
 
     def _single(self, profile, eps: float, G_k: float, G_2: float, lam: float | None = None) -> BatchPlan:

@@ -9,7 +9,10 @@ upper edge to one fine bin below it (``TailProfile.values``): every case that sp
 plans a new ``C``, ``λ`` and schedule from the same released counts; the cases with ``tail_share=0``
 kept every float.  The two ``auto-clip-rule*`` cases were re-recorded at ε = 1 when ``"auto"``'s switch to
 Algorithm 1 moved from ``n ε/d = 5000`` to 2000 (at ε = 4 their ``n ε/d = 4000`` would no longer run the
-clip rule they lock).  Regenerate only for a change that says why:
+clip rule they lock).  ``auto-clip-rule-tail`` was re-recorded (``--add`` after removing it) when the
+clip rule's level fell below ``G₂`` for ``n ε_fit / d < 1000`` (``cvxdp.plan.auto.clip_level``; this case's
+``ε_fit = 0.9`` puts it at 900): its ``C``, ``λ``, ``α`` and radii moved, its ``Δ``, ``s`` and ledger did
+not (the rule's noise scale does not depend on ``C``).  Regenerate only for a change that says why:
 ``python tests/golden/record_round_plans.py``; ``--add`` records the cases the file lacks and keeps
 every recorded one (how the ``auto-clip-rule-*`` cases were added when ``algorithm="auto"`` became
 the default — the ``population-*`` cases then name their algorithm, with the same plans).

@@ -17,7 +17,8 @@ Every other loss chooses between two plans:
   data, every round with ``C = G₂`` and ``λ = 4 C sqrt(d/(n ε_fit))/D``, the public rule of the
   clipped-output-perturbation baseline (for one release it minimizes ``λD²/8 + 2C²d/(λnε)``,
   regularization bias plus the noise's expected cost; on the benchmark's instances the radius
-  recursion plans one round).
+  recursion plans one round) — below ``n ε_fit / d =`` :data:`CLIP_FULL_FROM` at the lower level
+  :func:`clip_level`, which grows with ``n ε / d`` as the worst-case bound's minimizer does.
 
 ``"auto"`` runs the clip rule when the user gave a public ``G_2`` with a public ``G_k``, the tail is
 heavy (``G₂ / G_k ≤`` :func:`clip_tail_ratio`: 0.85 at ``k = 4``, wider below), ``n ε / d <``

@@ -9,7 +9,8 @@ Algorithms (``algorithm=``):
 
 ``"auto"`` (default)
     A public choice (:mod:`cvxdp.plan.auto`): ``"recursive"`` with the clip rule's constants
-    ``C = G₂``, ``λ = 4C sqrt(d/(nε))/D`` when a public ``G_2 ≤ 0.85 G_k`` (at ``k = 4``; wider for
+    ``C = G₂ min(1, (nε/(1000 d))^{1/(2k)})`` (:func:`~cvxdp.plan.auto.clip_level`),
+    ``λ = 4C sqrt(d/(nε))/D`` when a public ``G_2 ≤ 0.85 G_k`` (at ``k = 4``; wider for
     ``2 < k < 4``: :func:`~cvxdp.plan.auto.clip_tail_ratio`) declares a heavy tail and
     ``n ε / d <`` :data:`~cvxdp.plan.auto.POPULATION_FROM` (where Algorithm 1's adaptive constants
     cannot yet pay for their worst-case bounds), ``"recursive"`` when a fixed ``lam`` is given or

@@ -336,3 +336,19 @@ def test_the_clip_rule_spends_nothing_on_the_histogram_unless_asked():
     inp = _inputs(3000, G_2=1.5)
     assert inp.tail_share == 0.1 and inp.histogram_share == 0.0
     assert inp.with_n(30_000).histogram_share == 0.1
+
+
+def test_a_clip_level_that_rounds_to_zero_is_a_parameter_error_before_any_charge():
+    """A subnormal public ``G₂`` times the rule's level below 1 can round ``C`` to 0: the plan refuses
+    with the planner's own ParameterError (a function of public inputs), as it does for any constant
+    that is not finite and positive — not the profile's bare ValueError — and ``solve`` spends nothing."""
+    model = _model()
+    kw = dict(epsilon=1e-3, moment_k=4.0, G_k=1e-300, G_2=5e-324)
+    with pytest.raises(cvxdp.error.ParameterError, match="finite"):
+        cvxdp.PrivateProblem(model).plan(n=40, **kw)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(cvxdp.error.ParameterError, match="finite"):
+            cvxdp.PrivateProblem(model).solve(_data(40), random_state=0, **kw)
+    # a level of 1 keeps the subnormal G₂ itself: the same inputs at n ε / d ≥ 1000 still plan
+    assert clip_level(3000, 3, 1.0, 4.0, 5e-324) == 5e-324

@@ -337,9 +337,9 @@ class Planner:
                                G_2=float(G_2), schedule=None, batches=(), provisional=False,
                                profile_name=profile.name, fallback=fallback, gradient=gradient)
         lam = None
-        if inp.clip_rule:
-            profile, lam = self._clip_rule(profile, eps_fit, G_2, tail)
         try:  # a moment bound at the ends of the float range (a subnormal G_k) can divide by zero
+            if inp.clip_rule:  # its level can round a subnormal G₂ to C = 0, which the profile refuses
+                profile, lam = self._clip_rule(profile, eps_fit, G_2, tail)
             if inp.algorithm == "population":
                 schedule, batches = self._population(profile, eps_fit, G_k, G_2)
             else:

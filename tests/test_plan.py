@@ -271,3 +271,26 @@ def test_the_grid_search_keys_rounds_by_their_bits():
         alone = profile.plan_arrays(m=m[i:i + 1], beta=beta[i:i + 1], **one)
         for key, value in together.items():
             assert value[i:i + 1].tobytes() == alone[key].tobytes(), (i, key)
+
+
+def test_a_round_below_the_epsilon_floor_is_refused_by_the_plan():
+    """ε at the accepted floor (1e-10) is split over the releases and rounded down, so a round can get
+    9.999…e-11, which its mechanism refuses: the plan refuses it first (a function of public inputs, before
+    any charge), on every localization path; one ulp above the floor plans and fits."""
+    from cvxdp._validation import EPSILON_MIN
+
+    model = _lad_model(d=1)
+    rng = np.random.default_rng(1)
+    data = {"x": rng.uniform(0.05, 0.3, size=(400, 1)), "y": np.ones(400)}
+    for kw in ({"G_k": 2.0, "G_2": 1.0}, {"G_k": 2.0, "tail_share": 0.0},
+               {"G_k": 2.0, "tail_share": 0.0, "algorithm": "population"},
+               {"G_k": 2.0, "tail_share": 0.0, "algorithm": "output-perturbation"}):
+        with pytest.raises(ParameterError, match="below 1e-10"):
+            cvxdp.PrivateProblem(model).plan(n=400, epsilon=EPSILON_MIN, moment_k=4.0, **kw)
+        above = math.nextafter(EPSILON_MIN, 1.0)
+        plan = cvxdp.PrivateProblem(model).plan(n=400, epsilon=above, moment_k=4.0, **kw)
+        assert all(r.epsilon >= EPSILON_MIN for _, r in plan.rounds)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = cvxdp.PrivateProblem(model).solve(data, epsilon=above, moment_k=4.0, random_state=0, **kw)
+        assert r.ledger.spent <= above

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
+from cvxdp._validation import EPSILON_MIN
 from cvxdp.error import CvxdpError, ParameterError
 from cvxdp.plan.auto import CLIP_FULL_FROM, clip_rule
 from cvxdp.plan.inputs import PublicInputs
@@ -434,9 +435,10 @@ _NOT_FINITE = ("the plan has a constant that is not a finite positive number (th
 
 
 def _require_finite(batches: tuple[BatchPlan, ...], box_edge: float | None = None) -> None:
-    """Fail closed before any charge of the fit: every constant of every round finite and positive, and
-    (given the public ``box_edge`` of :class:`~cvxdp.plan.inputs.PublicInputs`) every release's grid
-    coarser than the floats of its box (:func:`~cvxdp.privacy.mechanisms.grid_fits`).
+    """Fail closed before any charge of the fit: every constant of every round finite and positive, every
+    round's ε at least the mechanisms' floor ``EPSILON_MIN``, and (given the public ``box_edge`` of
+    :class:`~cvxdp.plan.inputs.PublicInputs`) every release's grid coarser than the floats of its box
+    (:func:`~cvxdp.privacy.mechanisms.grid_fits`).
 
     A function of the plan (public inputs and the released histogram), so the refusal is too.
     """
@@ -445,6 +447,11 @@ def _require_finite(batches: tuple[BatchPlan, ...], box_edge: float | None = Non
             values = (r.C, r.alpha, r.sensitivity, r.noise_scale, r.radius_plus, r.epsilon, r.lam)
             if not all(math.isfinite(v) and v > 0 for v in values):
                 raise ParameterError(_NOT_FINITE)
+            if r.epsilon < EPSILON_MIN:  # the release's mechanism would refuse it, after the charge
+                raise ParameterError(
+                    f"a release of the plan gets ε = {r.epsilon:.17g}, below {EPSILON_MIN:g} (ε is split "
+                    "over the releases and rounded down, so the total never exceeds it); nothing was "
+                    "charged for the fit. Choose a larger epsilon.")
             if box_edge is not None and not grid_fits(r.noise_scale, box_edge):
                 raise ParameterError(GRID_TOO_FINE)
 

@@ -392,7 +392,7 @@ class Planner:
         (:func:`~cvxdp.plan.auto.clip_level`) at ``n ε_fit / d``, and ``λ = 4 C sqrt(d/(n ε_fit))/D``.
 
         Privacy: ``G₂`` is public, ``Ĝ₂`` post-processing of the charged tail release; before that
-        release (a provisional plan) ``C`` is the public ``G₂``.
+        release (a provisional plan) ``C`` is the public ``G₂`` at that level.
         """
         inp = self.inputs
         C = G_2

@@ -341,7 +341,8 @@ def test_the_clip_rule_spends_nothing_on_the_histogram_unless_asked():
 def test_a_clip_level_that_rounds_to_zero_is_a_parameter_error_before_any_charge():
     """A subnormal public ``G₂`` times the rule's level below 1 can round ``C`` to 0: the plan refuses
     with the planner's own ParameterError (a function of public inputs), as it does for any constant
-    that is not finite and positive — not the profile's bare ValueError — and ``solve`` spends nothing."""
+    that is not finite and positive — not the profile's bare ValueError — and ``solve``, which plans
+    before it binds any data, refuses the same way."""
     model = _model()
     kw = dict(epsilon=1e-3, moment_k=4.0, G_k=1e-300, G_2=5e-324)
     with pytest.raises(cvxdp.error.ParameterError, match="finite"):
@@ -350,5 +351,5 @@ def test_a_clip_level_that_rounds_to_zero_is_a_parameter_error_before_any_charge
         warnings.simplefilter("ignore")
         with pytest.raises(cvxdp.error.ParameterError, match="finite"):
             cvxdp.PrivateProblem(model).solve(_data(40), random_state=0, **kw)
-    # a level of 1 keeps the subnormal G₂ itself: the same inputs at n ε / d ≥ 1000 still plan
+    # from n ε / d = 1000 on the level is 1 and keeps the subnormal G₂ itself
     assert clip_level(3000, 3, 1.0, 4.0, 5e-324) == 5e-324
